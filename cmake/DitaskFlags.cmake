@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: MIT
+# ditask::flags: warnings and sanitizers for every target of ours (plugins included).
+add_library(ditask_flags INTERFACE)
+add_library(ditask::flags ALIAS ditask_flags)
+target_compile_features(ditask_flags INTERFACE cxx_std_20)
+target_compile_options(ditask_flags INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wold-style-cast
+  -Wnon-virtual-dtor -Woverloaded-virtual -Wnull-dereference
+  $<$<BOOL:${DITASK_WERROR}>:-Werror>)
+if(DITASK_SANITIZE)
+  target_compile_options(ditask_flags INTERFACE -fsanitize=${DITASK_SANITIZE} -fno-omit-frame-pointer
+                         -fno-sanitize-recover=all)
+  target_link_options(ditask_flags INTERFACE -fsanitize=${DITASK_SANITIZE})
+  if(DITASK_SANITIZE MATCHES "thread")
+    # GCC 12 warns about Asio's atomic_thread_fence under TSan, breaking -Werror.
+    target_compile_options(ditask_flags INTERFACE -Wno-tsan)
+  endif()
+endif()
+
+# Boost header-only setup verified for 1.81 (../shared/reference/toolchain.md §1).
+add_library(ditask_boost INTERFACE)
+add_library(ditask::boost ALIAS ditask_boost)
+target_link_libraries(ditask_boost INTERFACE Boost::headers Threads::Threads)
+target_compile_definitions(ditask_boost INTERFACE
+  BOOST_PROCESS_V2_SEPARATE_COMPILATION BOOST_PROCESS_USE_STD_FS
+  BOOST_PROCESS_V2_DISABLE_PIDFD_OPEN BOOST_DLL_USE_STD_FS)
+
+# ditask_add_module(name SOURCES...): a module (MODULE library, no 'lib' prefix) for ditask.
+function(ditask_add_module name)
+  add_library(${name} MODULE ${ARGN})
+  target_link_libraries(${name} PRIVATE ditask::runtime ditask::flags)
+  set_target_properties(${name} PROPERTIES PREFIX "lib" CXX_VISIBILITY_PRESET hidden
+                        LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib/ditask/plugins)
+endfunction()

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+/// The one header a ditask module includes.
+
+#include "ditask/context.hpp"
+#include "ditask/error.hpp"
+#include "ditask/event_args.hpp"
+#include "ditask/handler.hpp"
+#include "ditask/middleware.hpp"
+#include "ditask/router.hpp"
+#include "ditask/runtime/log.hpp"
+#include "ditask/task.hpp"
+#include "ditask/version.hpp"
+#include "ditask/waiter.hpp"

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ditask/context.hpp"
+#include "ditask/event_args.hpp"
+#include "ditask/export.hpp"
+#include "ditask/handler.hpp"
+#include "ditask/middleware.hpp"
+#include "ditask/router.hpp"
+#include "ditask/waiter.hpp"
+
+namespace ditask {
+
+class Task;
+
+/// Options of Task::start (DI-engine's `task.start(async_mode, n_async_workers, ctx, labels)`).
+struct StartOptions {
+  /// Run the forwards of one step concurrently on a pool, then sync().
+  bool async_mode = false;
+  /// Threads of that pool (also used by parallel() in sync mode).
+  int n_async_workers = 3;
+  /// Extra labels for Task::labels().
+  std::set<std::string> labels = {};
+  /// The initial context; a default Context when absent.
+  std::optional<Context> ctx = std::nullopt;
+};
+
+/// Where an emit goes.
+enum class Scope {
+  local_and_remote,  ///< remote peers (when the router is active), then this process
+  only_local,        ///< handlers of this process only
+  only_remote,       ///< remote peers only (nothing while the router is inactive)
+};
+
+/// Identifies one registered handler, for Task::off(event, id).
+using HandlerId = std::uint64_t;
+
+/// Stops the task when destroyed: `auto running = task().start();` is DI-engine's
+/// `with task.start():`. Move-only.
+class DITASK_API Running {
+ public:
+  Running(Running&& other) noexcept : task_(std::exchange(other.task_, nullptr)) {}
+  Running& operator=(Running&&) = delete;
+  Running(const Running&) = delete;
+  ~Running();
+  /// Stops the task now instead of at scope exit.
+  void stop() noexcept;
+
+ private:
+  friend class Task;
+  explicit Running(Task* task) noexcept : task_(task) {}
+  Task* task_;
+};
+
+/// The process-wide task: event system, middleware pipeline, context, labels and roles.
+///
+/// Threading. Handlers registered with on()/once() run on one dispatcher thread per started
+/// task, one at a time, in FIFO order: events emitted from one thread run in emit order, and
+/// the handlers of one event in registration order. A local emit() only queues the event and
+/// returns before its handlers ran; sync() waits until everything queued before it has run.
+/// Middleware runs on the thread calling run() (plus a pool of n_async_workers threads for
+/// forwards in async mode and for parallel()). emit() and wait_for() are safe from any thread;
+/// wait_for() refuses to run on the dispatcher thread, where it could never return.
+///
+/// Errors. A handler that throws (or whose parameter types do not fit the emitted arguments)
+/// is logged with the event name and does not stop the dispatcher; the failure surfaces once,
+/// as ditask::HandlerError, from the next emit/sync/run/wait_for on another thread. A middleware
+/// exception propagates from run() (in async mode after every forward of the step finished;
+/// pending wait_for calls are woken so the step can end).
+class DITASK_API Task {
+ public:
+  Task();
+  ~Task();
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+
+  /// Starts the task. Errors: ditask::Error when already running or n_async_workers < 1.
+  [[nodiscard]] Running start(StartOptions options = {});
+  /// Runs queued handlers, stops the dispatcher and pool, drops handlers, middleware and roles,
+  /// wakes pending waits. Idempotent. Thread: not from a handler or middleware.
+  void stop() noexcept;
+  /// True between start() and stop().
+  bool running() const noexcept;
+  /// True when started with async_mode.
+  bool async_mode() const noexcept;
+
+  // ---- events ----
+  /// Calls `fn` for every emit of `event` (exact name). `fn` takes typed parameters (one per
+  /// positional argument, converted with nlohmann from_json, plus an optional last
+  /// `const Kwargs&`) or a single `const EventArgs&`. Errors: ditask::Error when not running.
+  template <class F>
+  HandlerId on(std::string event, F&& fn) {
+    return add_handler(std::move(event), detail::make_raw_handler(std::forward<F>(fn)), false);
+  }
+  /// Like on(), but the handler runs for the next emit only.
+  template <class F>
+  HandlerId once(std::string event, F&& fn) {
+    return add_handler(std::move(event), detail::make_raw_handler(std::forward<F>(fn)), true);
+  }
+  /// Removes every handler of every event matching `pattern` (fnmatch, as DI-engine). Returns
+  /// how many were removed.
+  std::size_t off(std::string_view pattern);
+  /// Removes one handler; false when it was not (or no longer) registered.
+  bool off(std::string_view event, HandlerId id);
+  /// Handlers currently registered for `event`, waiters included (a test and debugging aid).
+  std::size_t handler_count(std::string_view event) const;
+
+  /// Emits to local handlers and, when the router is active, to remote peers. ditask::kw()
+  /// values become named arguments. Errors: ditask::HandlerError of an earlier handler failure;
+  /// ditask::Error when not running.
+  template <class... A>
+  void emit(std::string_view event, A&&... args) {
+    emit_args(event, EventArgs::from(std::forward<A>(args)...), Scope::local_and_remote);
+  }
+  /// Emits to this process's handlers only (DI-engine's `only_local=True`).
+  template <class... A>
+  void emit_local(std::string_view event, A&&... args) {
+    emit_args(event, EventArgs::from(std::forward<A>(args)...), Scope::only_local);
+  }
+  /// Emits to remote peers only (DI-engine's `only_remote=True`); a no-op while inactive.
+  template <class... A>
+  void emit_remote(std::string_view event, A&&... args) {
+    emit_args(event, EventArgs::from(std::forward<A>(args)...), Scope::only_remote);
+  }
+  /// The untyped form of emit.
+  void emit_args(std::string_view event, EventArgs args, Scope scope = Scope::local_and_remote);
+
+  /// Subscribes now to the next emit of `event`; wait on the result later. Prefer this over
+  /// wait_for() when the event may be emitted between deciding to wait and waiting.
+  Waiter waiter(std::string event);
+  /// Waits for the next emit of `event` and returns its arguments; nullopt on timeout or when
+  /// the task fails or stops. Leaves no handler behind either way.
+  std::optional<EventArgs> wait_for(std::string event,
+                                    std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
+  /// Like wait_for(), but throws ditask::TimeoutError on timeout and ditask::Error when the
+  /// wait was aborted (DI-engine's `ignore_timeout_exception=False`).
+  EventArgs wait_for_or_throw(std::string event, std::chrono::milliseconds timeout);
+
+  /// Waits for the async forwards and parallel() jobs started so far and for the handlers of
+  /// every event queued before the call (the latter skipped on the dispatcher thread).
+  /// Errors: rethrows the first middleware exception, or a pending HandlerError.
+  void sync();
+
+  // ---- middleware ----
+  /// Appends a middleware (`void(Context&)` or `Backward(Context&)`); use_wrapper() wrappers
+  /// apply. `lock = true` serialises it with the others using the task's shared lock.
+  template <class F>
+  void use(F&& fn, bool lock = false) {
+    add_middleware(detail::to_middleware(std::forward<F>(fn)),
+                   lock ? std::optional<Lock>(shared_lock()) : std::nullopt);
+  }
+  /// Appends a middleware serialised with every middleware given the same `lock`.
+  template <class F>
+  void use(F&& fn, const Lock& lock) {
+    add_middleware(detail::to_middleware(std::forward<F>(fn)), lock);
+  }
+  /// Wraps every middleware used so far and every later one.
+  void use_wrapper(Wrapper wrapper);
+  /// Runs up to `max_step` steps: forward every middleware, sync, backward, sync; then stop if
+  /// finish() is set (set on the last step), else renew(). Returns at once without middleware.
+  void run(std::int64_t max_step = std::numeric_limits<std::int64_t>::max());
+  /// Runs one middleware's forward now (on the pool in async mode) and pushes its backward part
+  /// onto the task's stack, for backward().
+  template <class F>
+  void forward(F&& fn) {
+    forward_middleware(detail::to_middleware(std::forward<F>(fn)));
+  }
+  /// Runs the pushed backward parts, last pushed first, after syncing pending forwards.
+  void backward();
+  /// One middleware that runs `fns` forwards in order, and their backwards in reverse order.
+  template <class... F>
+  Middleware serial(F&&... fns) {
+    return serial_of({detail::to_middleware(std::forward<F>(fns))...});
+  }
+  /// One middleware that runs `fns` forwards concurrently on the pool and waits for all, then
+  /// (after the rest of the chain) their backwards concurrently.
+  template <class... F>
+  Middleware parallel(F&&... fns) {
+    return parallel_of({detail::to_middleware(std::forward<F>(fns))...});
+  }
+  /// `fn` (with `lock` when given) as a Middleware to call inside another middleware:
+  /// `auto back = child(ctx); ...; if (back) back();` gives nested two-phase semantics.
+  template <class F>
+  Middleware wrap(F&& fn, std::optional<Lock> lock = std::nullopt) {
+    return wrap_middleware(detail::to_middleware(std::forward<F>(fn)), std::move(lock));
+  }
+  Middleware serial_of(std::vector<Middleware> fns);
+  Middleware parallel_of(std::vector<Middleware> fns);
+  /// The task's own shared lock (what `use(fn, true)` uses).
+  Lock shared_lock() const;
+
+  /// True when the run loop should end after the current step. Local: not broadcast.
+  bool finish() const noexcept;
+  /// Sets finish(); run() ends after the current step.
+  void set_finish(bool value = true) noexcept;
+  /// Replaces the context by ctx().renew().
+  void renew();
+  /// The current context. Thread: the run() thread and its middleware.
+  Context& ctx();
+
+  // ---- labels, roles, router ----
+  /// start()'s labels ∪ {"async"} in async mode ∪ ({"distributed", "node.<id>"} ∪ router
+  /// labels when the router is active, else {"standalone"}).
+  std::set<std::string> labels() const;
+  /// True when any label matches the fnmatch glob `pattern` (e.g. "node.*").
+  bool match_labels(std::string_view pattern) const;
+  /// True when any label matches any of `patterns`.
+  bool match_labels(const std::vector<std::string>& patterns) const;
+  /// Adds a role (e.g. ditask::role::learner).
+  void add_role(std::string role);
+  /// True when `role` was added, or when no role was added at all (DI-engine's wildcard).
+  bool has_role(std::string_view role) const;
+  /// The added roles.
+  std::set<std::string> roles() const;
+  /// This process's router (inactive outside a ditask worker).
+  Router& router() noexcept;
+
+ private:
+  struct Impl;
+
+  HandlerId add_handler(std::string event, RawHandler handler, bool once);
+  void add_middleware(Middleware fn, std::optional<Lock> lock);
+  void forward_middleware(Middleware fn);
+  Middleware wrap_middleware(Middleware fn, std::optional<Lock> lock);
+
+  std::unique_ptr<Impl> impl_;
+};
+
+/// DI-engine's roles, as strings for add_role/has_role.
+namespace role {
+inline constexpr const char* learner = "learner";
+inline constexpr const char* collector = "collector";
+inline constexpr const char* evaluator = "evaluator";
+inline constexpr const char* fetcher = "fetcher";
+}  // namespace role
+
+/// The process-wide task (one per process: the runtime is a shared library). Thread: any.
+DITASK_API Task& task();
+
+}  // namespace ditask

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+#include "event_bus.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+
+#include "ditask/runtime/log.hpp"
+
+namespace ditask::detail {
+
+EventBus::EventBus(ErrorSink sink) : sink_(std::move(sink)) {}
+
+EventBus::~EventBus() { stop(); }
+
+void EventBus::start() {
+  thread_ = std::thread([this] { dispatch_loop(); });
+}
+
+void EventBus::stop() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  queued_.notify_all();
+  if (thread_.joinable()) {
+    if (on_dispatcher_thread()) {
+      // Stopping from a handler cannot join itself; the loop ends after this handler.
+      DITASK_LOG(error, "events") << "task stopped from inside an event handler";
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
+  }
+  std::lock_guard lock(mutex_);
+  abort_ = true;
+  abort_all_waiters_locked();
+  for (auto& [event, entries] : handlers_) {
+    for (auto& entry : entries) {
+      entry->alive = false;
+    }
+  }
+  handlers_.clear();
+}
+
+std::uint64_t EventBus::add(std::string event, RawHandler fn, bool once) {
+  std::lock_guard lock(mutex_);
+  auto entry = std::make_shared<Entry>();
+  const std::uint64_t id = next_id_++;
+  entry->id = id;
+  entry->fn = std::move(fn);
+  entry->once = once;
+  handlers_[std::move(event)].push_back(std::move(entry));
+  return id;
+}
+
+std::size_t EventBus::remove_matching(std::string_view pattern) {
+  std::string pat(pattern);
+  std::lock_guard lock(mutex_);
+  std::size_t removed = 0;
+  for (auto it = handlers_.begin(); it != handlers_.end();) {
+    if (::fnmatch(pat.c_str(), it->first.c_str(), 0) == 0) {
+      for (auto& entry : it->second) {
+        entry->alive = false;
+      }
+      removed += it->second.size();
+      it = handlers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return removed;
+}
+
+bool EventBus::remove(std::string_view event, std::uint64_t id) {
+  std::lock_guard lock(mutex_);
+  auto it = handlers_.find(event);
+  if (it == handlers_.end()) {
+    return false;
+  }
+  auto& entries = it->second;
+  auto pos = std::find_if(entries.begin(), entries.end(), [id](const auto& e) { return e->id == id; });
+  if (pos == entries.end()) {
+    return false;
+  }
+  (*pos)->alive = false;
+  entries.erase(pos);
+  if (entries.empty()) {
+    handlers_.erase(it);
+  }
+  return true;
+}
+
+std::size_t EventBus::count(std::string_view event) const {
+  std::lock_guard lock(mutex_);
+  auto it = handlers_.find(event);
+  return it == handlers_.end() ? 0 : it->second.size();
+}
+
+bool EventBus::post(std::string event, EventArgs args) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      return false;
+    }
+    queue_.push_back(Job{std::move(event), std::move(args)});
+    ++posted_;
+  }
+  queued_.notify_one();
+  return true;
+}
+
+void EventBus::drain() {
+  if (on_dispatcher_thread()) {
+    return;
+  }
+  std::unique_lock lock(mutex_);
+  const std::uint64_t target = posted_;
+  done_.wait(lock, [&] { return dispatched_ >= target || finished_; });
+}
+
+bool EventBus::on_dispatcher_thread() const noexcept {
+  return thread_id_.load() == std::this_thread::get_id();
+}
+
+void EventBus::dispatch_loop() {
+  thread_id_ = std::this_thread::get_id();
+  std::unique_lock lock(mutex_);
+  while (true) {
+    queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) {
+      finished_ = true;  // stopping, and everything queued before stop() has run
+      done_.notify_all();
+      return;
+    }
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    dispatch(job);
+    lock.lock();
+    ++dispatched_;
+    done_.notify_all();
+  }
+}
+
+bool EventBus::claim(Entry& entry) {
+  if (!entry.once) {
+    return entry.alive.load();
+  }
+  // A once handler is unregistered before its call, so it can never run twice.
+  if (!entry.alive.exchange(false)) {
+    return false;
+  }
+  std::lock_guard lock(mutex_);
+  for (auto& [event, entries] : handlers_) {
+    auto pos = std::find_if(entries.begin(), entries.end(),
+                            [&](const auto& e) { return e.get() == &entry; });
+    if (pos != entries.end()) {
+      entries.erase(pos);
+      if (entries.empty()) {
+        handlers_.erase(event);
+      }
+      break;
+    }
+  }
+  return true;
+}
+
+void EventBus::dispatch(const Job& job) {
+  std::vector<std::shared_ptr<Entry>> entries;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = handlers_.find(job.event);
+    if (it == handlers_.end()) {
+      DITASK_LOG(trace, "events") << "no handler for event '" << job.event << "'";
+      return;
+    }
+    entries = it->second;
+  }
+  for (auto& entry : entries) {
+    if (!claim(*entry)) {
+      continue;
+    }
+    try {
+      entry->fn(job.args);
+    } catch (...) {
+      sink_(job.event, std::current_exception());
+    }
+  }
+}
+
+std::shared_ptr<WaitState> EventBus::add_waiter(std::string event) {
+  auto state = std::make_shared<WaitState>();
+  state->event = event;
+  std::weak_ptr<WaitState> weak = state;
+  RawHandler fn = [weak](const EventArgs& args) {
+    if (auto s = weak.lock()) {
+      {
+        std::lock_guard lock(s->mutex);
+        s->result = args;
+      }
+      s->changed.notify_all();
+    }
+  };
+  std::lock_guard lock(mutex_);
+  if (abort_) {
+    state->aborted = true;
+    return state;
+  }
+  auto entry = std::make_shared<Entry>();
+  entry->id = next_id_++;
+  entry->fn = std::move(fn);
+  entry->once = true;
+  entry->waiter = state;
+  state->handler_id = entry->id;
+  handlers_[std::move(event)].push_back(std::move(entry));
+  return state;
+}
+
+void EventBus::set_abort(bool on) {
+  std::lock_guard lock(mutex_);
+  abort_ = on;
+  if (on) {
+    abort_all_waiters_locked();
+  }
+}
+
+void EventBus::abort_all_waiters_locked() {
+  for (auto& [event, entries] : handlers_) {
+    for (auto& entry : entries) {
+      if (auto s = entry->waiter.lock()) {
+        {
+          std::lock_guard lock(s->mutex);
+          s->aborted = true;
+        }
+        s->changed.notify_all();
+      }
+    }
+  }
+}
+
+}  // namespace ditask::detail

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+#include "ditask/router.hpp"
+
+#include <mutex>
+
+namespace ditask {
+
+struct Router::State {
+  mutable std::mutex mutex;
+  bool active = false;  // guarded by mutex, like identity
+  Identity identity;
+};
+
+Router::Router() : state_(std::make_unique<State>()) {}
+Router::~Router() = default;
+
+bool Router::is_active() const noexcept {
+  std::lock_guard lock(state_->mutex);
+  return state_->active;
+}
+
+std::int64_t Router::node_id() const noexcept {
+  std::lock_guard lock(state_->mutex);
+  return state_->active ? state_->identity.node_id : 0;
+}
+
+std::int64_t Router::local_id() const noexcept {
+  std::lock_guard lock(state_->mutex);
+  return state_->active ? state_->identity.local_id : 0;
+}
+
+std::int64_t Router::parallel_workers() const noexcept {
+  std::lock_guard lock(state_->mutex);
+  return state_->active ? state_->identity.parallel_workers : 1;
+}
+
+std::set<std::string> Router::labels() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->active ? state_->identity.labels : std::set<std::string>{};
+}
+
+void Router::activate(Identity identity) {
+  std::lock_guard lock(state_->mutex);
+  state_->identity = std::move(identity);
+  state_->active = true;
+}
+
+void Router::deactivate() noexcept {
+  std::lock_guard lock(state_->mutex);
+  state_->active = false;
+  state_->identity = Identity{};
+}
+
+}  // namespace ditask

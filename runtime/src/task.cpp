@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+#include "ditask/task.hpp"
+
+#include <fnmatch.h>
+
+#include "ditask/error.hpp"
+#include "ditask/runtime/log.hpp"
+#include "task_impl.hpp"
+
+namespace ditask {
+
+void throw_not_running() {
+  throw Error("task is not running", "call ditask::task().start() first and keep its guard alive");
+}
+
+Running::~Running() { stop(); }
+
+void Running::stop() noexcept {
+  if (task_ != nullptr) {
+    std::exchange(task_, nullptr)->stop();
+  }
+}
+
+Task::Task() : impl_(std::make_unique<Impl>()) {}
+
+Task::~Task() { stop(); }
+
+Running Task::start(StartOptions options) {
+  if (options.n_async_workers < 1) {
+    throw Error("n_async_workers must be at least 1, got " + std::to_string(options.n_async_workers));
+  }
+  auto bus = std::make_shared<detail::EventBus>(
+      [impl = impl_.get()](const std::string& event, std::exception_ptr error) {
+        impl->on_handler_error(event, error);
+      });
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->running) {
+    throw Error("task is already running", "stop it (destroy the guard start() returned) first");
+  }
+  bus->start();
+  impl_->bus = std::move(bus);
+  impl_->labels = options.labels;
+  if (options.async_mode) {
+    impl_->labels.insert("async");
+    impl_->pool = std::make_unique<detail::WorkerPool>(options.n_async_workers);
+  }
+  if (impl_->router.is_active()) {
+    impl_->labels.insert("distributed");
+    impl_->labels.insert("node." + std::to_string(impl_->router.node_id()));
+    auto extra = impl_->router.labels();
+    impl_->labels.insert(extra.begin(), extra.end());
+  } else {
+    impl_->labels.insert("standalone");
+  }
+  impl_->ctx = options.ctx.value_or(Context{});
+  impl_->options = std::move(options);
+  impl_->finish = false;
+  impl_->roles.clear();
+  impl_->task_lock = Lock();
+  impl_->running = true;
+  return Running(this);
+}
+
+void Task::stop() noexcept {
+  std::shared_ptr<detail::EventBus> bus;
+  std::unique_ptr<detail::WorkerPool> pool;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->running) {
+      return;
+    }
+    impl_->running = false;
+    bus = std::move(impl_->bus);
+    pool = std::move(impl_->pool);
+    impl_->middleware.clear();
+    impl_->wrappers.clear();
+    impl_->roles.clear();
+  }
+  // Queued handlers still run (as DI-engine's event loop does), then waits are woken.
+  bus->stop();
+  pool.reset();
+  {
+    std::lock_guard lock(impl_->stack_mutex);
+    impl_->backward_stack.clear();
+    impl_->pending.clear();
+  }
+  std::lock_guard lock(impl_->error_mutex);
+  if (impl_->handler_error) {
+    DITASK_LOG(warn, "task") << "task stopped with an unreported handler failure (logged above)";
+    impl_->handler_error = nullptr;
+  }
+}
+
+bool Task::running() const noexcept {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->running;
+}
+
+bool Task::async_mode() const noexcept {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->running && impl_->options.async_mode;
+}
+
+std::set<std::string> Task::labels() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->labels;
+}
+
+bool Task::match_labels(std::string_view pattern) const {
+  return match_labels(std::vector<std::string>{std::string(pattern)});
+}
+
+bool Task::match_labels(const std::vector<std::string>& patterns) const {
+  std::lock_guard lock(impl_->mutex);
+  for (const auto& pattern : patterns) {
+    for (const auto& label : impl_->labels) {
+      if (::fnmatch(pattern.c_str(), label.c_str(), 0) == 0) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void Task::add_role(std::string role) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->roles.insert(std::move(role));
+}
+
+bool Task::has_role(std::string_view role) const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->roles.empty() || impl_->roles.count(std::string(role)) != 0;
+}
+
+std::set<std::string> Task::roles() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->roles;
+}
+
+Router& Task::router() noexcept { return impl_->router; }
+
+Task& task() {
+  static Task instance;
+  return instance;
+}
+
+}  // namespace ditask

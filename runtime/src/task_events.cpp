@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+// Task: events, waits and sync.
+#include "ditask/error.hpp"
+#include "ditask/runtime/log.hpp"
+#include "ditask/task.hpp"
+#include "task_impl.hpp"
+
+namespace ditask {
+
+std::shared_ptr<detail::EventBus> Task::Impl::live_bus() const {
+  std::lock_guard lock(mutex);
+  if (!running) {
+    throw_not_running();
+  }
+  return bus;
+}
+
+void Task::Impl::on_handler_error(const std::string& event, std::exception_ptr error) {
+  DITASK_LOG(error, "events") << "handler for event '" << event << "' failed: " << describe(error);
+  std::lock_guard lock(error_mutex);
+  if (!handler_error) {
+    handler_error = std::make_exception_ptr(HandlerError(event, error));
+  }
+}
+
+void Task::Impl::rethrow_handler_error() {
+  std::exception_ptr error;
+  {
+    std::lock_guard lock(error_mutex);
+    error = std::exchange(handler_error, nullptr);
+  }
+  if (error) {
+    std::rethrow_exception(error);
+  }
+}
+
+HandlerId Task::add_handler(std::string event, RawHandler handler, bool once) {
+  return impl_->live_bus()->add(std::move(event), std::move(handler), once);
+}
+
+std::size_t Task::off(std::string_view pattern) { return impl_->live_bus()->remove_matching(pattern); }
+
+bool Task::off(std::string_view event, HandlerId id) { return impl_->live_bus()->remove(event, id); }
+
+std::size_t Task::handler_count(std::string_view event) const {
+  return impl_->live_bus()->count(event);
+}
+
+void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
+  auto bus = impl_->live_bus();
+  if (!bus->on_dispatcher_thread()) {
+    impl_->rethrow_handler_error();
+  }
+  if (scope != Scope::only_local && impl_->router.is_active()) {
+    // The mesh transport lands with the mesh issue; until then a worker has no peers to reach.
+    DITASK_LOG(trace, "events") << "no transport yet: '" << event << "' not sent to peers";
+  }
+  if (scope != Scope::only_remote && !bus->post(std::string(event), std::move(args))) {
+    throw_not_running();
+  }
+}
+
+Waiter Task::waiter(std::string event) {
+  auto bus = impl_->live_bus();
+  return Waiter(bus->add_waiter(std::move(event)), bus);
+}
+
+std::optional<EventArgs> Task::wait_for(std::string event, std::chrono::milliseconds timeout) {
+  auto bus = impl_->live_bus();
+  if (!bus->on_dispatcher_thread()) {
+    impl_->rethrow_handler_error();
+  }
+  return waiter(std::move(event)).wait(timeout);
+}
+
+EventArgs Task::wait_for_or_throw(std::string event, std::chrono::milliseconds timeout) {
+  if (!impl_->live_bus()->on_dispatcher_thread()) {
+    impl_->rethrow_handler_error();
+  }
+  Waiter w = waiter(event);
+  if (auto result = w.wait(timeout)) {
+    return std::move(*result);
+  }
+  if (w.aborted()) {
+    throw Error("wait for event '" + event + "' was aborted: the task failed or stopped");
+  }
+  throw TimeoutError(event);
+}
+
+void Task::sync() {
+  impl_->sync_forwards();
+  auto bus = impl_->live_bus();
+  bus->drain();
+  if (!bus->on_dispatcher_thread()) {
+    impl_->rethrow_handler_error();
+  }
+}
+
+}  // namespace ditask

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ditask/task.hpp"
+#include "event_bus.hpp"
+#include "worker_pool.hpp"
+
+namespace ditask {
+
+/// The state behind ditask::task(). Split over task.cpp (lifecycle, labels), task_events.cpp and
+/// task_middleware.cpp.
+struct Task::Impl {
+  struct Step {
+    Middleware fn;
+    std::optional<Lock> lock;
+  };
+
+  Router router;
+
+  mutable std::mutex mutex;  // guards everything down to `pool`
+  bool running = false;
+  StartOptions options;
+  std::shared_ptr<detail::EventBus> bus;
+  std::set<std::string> labels;
+  std::set<std::string> roles;
+  std::vector<Step> middleware;
+  std::vector<Wrapper> wrappers;
+  std::unique_ptr<detail::WorkerPool> pool;
+
+  Lock task_lock;
+  Context ctx;  // touched by the run() thread and its middleware only
+  std::atomic<bool> finish{false};
+
+  std::mutex stack_mutex;  // guards the two below; taken by pool threads
+  std::vector<Backward> backward_stack;
+  std::vector<detail::WorkerPool::Handle> pending;
+
+  std::mutex error_mutex;
+  std::exception_ptr handler_error;  // guarded by error_mutex: reported once, then cleared
+
+  /// The running task's bus. Errors: ditask::Error when not running.
+  std::shared_ptr<detail::EventBus> live_bus() const;
+  /// The pool, created on first use. Errors: ditask::Error when not running.
+  detail::WorkerPool& worker_pool();
+  /// Throws the pending HandlerError once (not on the dispatcher thread).
+  void rethrow_handler_error();
+  /// Stores a handler failure (first wins) and logs it.
+  void on_handler_error(const std::string& event, std::exception_ptr error);
+
+  /// Starts `step`'s forward: inline, or on the pool in async mode; its backward is pushed.
+  void start_forward(const Step& step);
+  /// Waits for every pending forward; rethrows the first failure.
+  void sync_forwards();
+  /// Runs the pushed backward parts, last first.
+  void run_backward();
+};
+
+/// Throws ditask::Error "task is not running" with the usual hint.
+[[noreturn]] void throw_not_running();
+
+}  // namespace ditask

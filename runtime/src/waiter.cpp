@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+#include "ditask/waiter.hpp"
+
+#include "ditask/error.hpp"
+#include "event_bus.hpp"
+
+namespace ditask {
+
+Waiter::Waiter(std::shared_ptr<detail::WaitState> state, std::weak_ptr<detail::EventBus> bus)
+    : state_(std::move(state)), bus_(std::move(bus)) {}
+
+Waiter::Waiter(Waiter&&) noexcept = default;
+
+Waiter& Waiter::operator=(Waiter&& other) noexcept {
+  if (this != &other) {
+    Waiter old(std::move(*this));
+    state_ = std::move(other.state_);
+    bus_ = std::move(other.bus_);
+  }
+  return *this;
+}
+
+Waiter::~Waiter() {
+  if (!state_) {
+    return;
+  }
+  // Unregister whether or not the event came: a wait never leaves a handler behind.
+  if (auto bus = bus_.lock(); bus && state_->handler_id != 0) {
+    bus->remove(state_->event, state_->handler_id);
+  }
+}
+
+std::optional<EventArgs> Waiter::wait(std::chrono::milliseconds timeout) {
+  if (auto bus = bus_.lock(); bus && bus->on_dispatcher_thread()) {
+    throw Error("wait for event '" + state_->event + "' on the dispatcher thread would never return",
+                "wait from middleware or another thread, or handle the event with on()/once()");
+  }
+  std::unique_lock lock(state_->mutex);
+  auto ready = [&] { return state_->result.has_value() || state_->aborted; };
+  if (timeout == std::chrono::milliseconds::max()) {
+    state_->changed.wait(lock, ready);
+  } else {
+    state_->changed.wait_for(lock, timeout, ready);
+  }
+  return state_->result;
+}
+
+bool Waiter::aborted() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->aborted && !state_->result.has_value();
+}
+
+const std::string& Waiter::event() const noexcept { return state_->event; }
+
+}  // namespace ditask
