@@ -8,7 +8,7 @@
 #include "ditask/event_args.hpp"
 #include "ditask/handler.hpp"
 #include "ditask/version.hpp"
-#include "write_all.hpp"
+#include "ditask/runtime/write_all.hpp"
 
 namespace ditask {
 

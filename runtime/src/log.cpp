@@ -12,7 +12,7 @@
 #include <mutex>
 
 #include "ditask/error.hpp"
-#include "write_all.hpp"
+#include "ditask/runtime/write_all.hpp"
 
 namespace ditask::log {
 namespace {

@@ -60,6 +60,12 @@ void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
   }
 }
 
+void Task::post_local(std::string_view event, EventArgs args) {
+  if (!impl_->live_bus()->post(std::string(event), std::move(args))) {
+    throw_not_running();
+  }
+}
+
 Waiter Task::waiter(std::string event) {
   auto bus = impl_->live_bus();
   return Waiter(bus->add_waiter(std::move(event)), bus);
@@ -88,7 +94,10 @@ EventArgs Task::wait_for_or_throw(std::string event, std::chrono::milliseconds t
 }
 
 void Task::sync() {
-  impl_->sync_forwards();
+  // Inside an async forward, "every pending forward" includes the caller: wait for events only.
+  if (!detail::WorkerPool::in_job()) {
+    impl_->sync_forwards();
+  }
   auto bus = impl_->live_bus();
   bus->drain();
   if (!bus->on_dispatcher_thread()) {

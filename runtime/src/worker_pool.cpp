@@ -4,6 +4,11 @@
 #include <algorithm>
 
 namespace ditask::detail {
+namespace {
+thread_local int t_job_depth = 0;
+}  // namespace
+
+bool WorkerPool::in_job() noexcept { return t_job_depth > 0; }
 
 WorkerPool::WorkerPool(int threads) {
   threads_.reserve(static_cast<std::size_t>(std::max(threads, 1)));
@@ -39,11 +44,13 @@ void WorkerPool::run_locked(std::unique_lock<std::mutex>& lock) {
   queue_.pop_front();
   lock.unlock();
   std::exception_ptr error;
+  ++t_job_depth;
   try {
     job->fn();
   } catch (...) {
     error = std::current_exception();
   }
+  --t_job_depth;
   job->fn = nullptr;  // release captures before waking waiters
   lock.lock();
   job->done = true;

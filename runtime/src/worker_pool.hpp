@@ -35,6 +35,9 @@ class WorkerPool {
   Handle submit(std::function<void()> fn);
   /// Waits for every job in `jobs` and returns the first error (in `jobs` order), or null.
   std::exception_ptr wait(const std::vector<Handle>& jobs);
+  /// True while the calling thread runs a job of any pool (where waiting for "all pending
+  /// forwards" would include the caller itself).
+  static bool in_job() noexcept;
 
  private:
   void worker_loop();

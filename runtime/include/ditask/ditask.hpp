@@ -8,6 +8,7 @@
 #include "ditask/event_args.hpp"
 #include "ditask/handler.hpp"
 #include "ditask/middleware.hpp"
+#include "ditask/module.hpp"
 #include "ditask/router.hpp"
 #include "ditask/runtime/log.hpp"
 #include "ditask/task.hpp"

@@ -59,6 +59,27 @@ Tuple convert_positional(const EventArgs& a, std::index_sequence<I...>) {
   return Tuple{a.get<std::decay_t<std::tuple_element_t<I, Tuple>>>(I)...};
 }
 
+/// True when the parameter list is exactly one EventArgs (by value or reference).
+template <class Params>
+constexpr bool takes_raw_args() {
+  if constexpr (std::tuple_size_v<Params> == 1) {
+    return std::is_same_v<std::decay_t<std::tuple_element_t<0, Params>>, EventArgs>;
+  } else {
+    return false;
+  }
+}
+
+/// True when the last parameter is Kwargs (by value or reference).
+template <class Params>
+constexpr bool last_is_kwargs() {
+  constexpr std::size_t n = std::tuple_size_v<Params>;
+  if constexpr (n > 0) {
+    return std::is_same_v<std::decay_t<std::tuple_element_t<n - 1, Params>>, Kwargs>;
+  } else {
+    return false;
+  }
+}
+
 /// Wraps `fn(P...)` so it can be called with EventArgs. Rules: a single `const EventArgs&`
 /// parameter gets everything; otherwise each parameter takes one positional argument, and a
 /// last parameter of type `const Kwargs&` takes the named ones.
@@ -69,13 +90,10 @@ RawHandler make_raw_handler(F&& fn) {
                 "(generic lambdas with 'auto' parameters cannot be matched against event arguments)");
   using Params = typename callable_traits<std::decay_t<F>>::params;
   constexpr std::size_t n = std::tuple_size_v<Params>;
-  if constexpr (n == 1 &&
-                std::is_same_v<std::decay_t<std::tuple_element_t<0, Params>>, EventArgs>) {
+  if constexpr (takes_raw_args<Params>()) {
     return RawHandler(std::forward<F>(fn));
   } else {
-    constexpr bool takes_kwargs =
-        n > 0 && std::is_same_v<std::decay_t<std::tuple_element_t<(n > 0 ? n - 1 : 0), Params>>,
-                                Kwargs>;
+    constexpr bool takes_kwargs = last_is_kwargs<Params>();
     constexpr std::size_t positional = takes_kwargs ? n - 1 : n;
     return [f = std::forward<F>(fn)](const EventArgs& a) mutable {
       if (a.args.size() != positional) {

@@ -136,6 +136,10 @@ class DITASK_API Task {
   }
   /// The untyped form of emit.
   void emit_args(std::string_view event, EventArgs args, Scope scope = Scope::local_and_remote);
+  /// Queues a local event without surfacing an earlier handler failure, which stays pending for
+  /// the module's own threads (for runtime threads such as the signal watcher).
+  /// Errors: ditask::Error when not running.
+  void post_local(std::string_view event, EventArgs args = {});
 
   /// Subscribes now to the next emit of `event`; wait on the result later. Prefer this over
   /// wait_for() when the event may be emitted between deciding to wait and waiting.
@@ -148,8 +152,8 @@ class DITASK_API Task {
   /// wait was aborted (DI-engine's `ignore_timeout_exception=False`).
   EventArgs wait_for_or_throw(std::string event, std::chrono::milliseconds timeout);
 
-  /// Waits for the async forwards and parallel() jobs started so far and for the handlers of
-  /// every event queued before the call (the latter skipped on the dispatcher thread).
+  /// Waits for the async forwards started so far (not from inside one of them) and for the
+  /// handlers of every event queued before the call (not on the dispatcher thread).
   /// Errors: rethrows the first middleware exception, or a pending HandlerError.
   void sync();
 
@@ -170,6 +174,7 @@ class DITASK_API Task {
   void use_wrapper(Wrapper wrapper);
   /// Runs up to `max_step` steps: forward every middleware, sync, backward, sync; then stop if
   /// finish() is set (set on the last step), else renew(). Returns at once without middleware.
+  /// finish() stays set afterwards (as in DI-engine): set_finish(false) before running again.
   void run(std::int64_t max_step = std::numeric_limits<std::int64_t>::max());
   /// Runs one middleware's forward now (on the pool in async mode) and pushes its backward part
   /// onto the task's stack, for backward().

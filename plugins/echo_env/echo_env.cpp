@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// Prints what a worker was given, for the launcher's environment-contract tests:
+// one `KEY=VALUE` line per contract variable (`KEY=<unset>` when absent), then every variable
+// named in the module arguments, the router's view and the arguments themselves.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <ditask/ditask.hpp>
+
+namespace {
+
+const std::vector<std::string> kContract = {"DITASK_NODE_ID",
+                                            "DITASK_LOCAL_ID",
+                                            "DITASK_PARALLEL_WORKERS",
+                                            "DITASK_WORLD_SIZE",
+                                            "DITASK_LISTEN",
+                                            "DITASK_ATTACH_TO",
+                                            "DITASK_TOPOLOGY",
+                                            "DITASK_LABELS",
+                                            "DITASK_RUN_ID",
+                                            "DITASK_ATTEMPT",
+                                            "DITASK_PACKAGE",
+                                            "DITASK_MAIN",
+                                            "DITASK_LOG_LEVEL",
+                                            "RANK",
+                                            "LOCAL_RANK",
+                                            "WORLD_SIZE",
+                                            "LOCAL_WORLD_SIZE",
+                                            "MASTER_ADDR",
+                                            "MASTER_PORT"};
+
+void print_variable(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  std::cout << name << '=' << (value != nullptr ? value : "<unset>") << '\n';
+}
+
+std::string joined(const auto& items, const char* separator) {
+  std::string out;
+  for (const auto& item : items) {
+    out += (out.empty() ? "" : separator) + item;
+  }
+  return out;
+}
+
+}  // namespace
+
+DITASK_MAIN(main) {
+  for (const auto& name : kContract) {
+    print_variable(name);
+  }
+  for (const auto& name : ditask::args()) {
+    print_variable(name);
+  }
+  const auto& router = ditask::task().router();
+  std::cout << "router node_id=" << router.node_id() << " local_id=" << router.local_id()
+            << " active=" << (router.is_active() ? 1 : 0)
+            << " labels=" << joined(router.labels(), ",") << '\n';
+  std::cout << "args=" << joined(ditask::args(), " ") << '\n';
+  std::cout.flush();
+}

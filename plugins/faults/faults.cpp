@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+// Workers that fail in every way the launcher must report: signals, exit codes, exceptions,
+// hangs, floods of output, last words on stderr, failures on one node or one attempt.
+// Numbers come from the module arguments: `ditask --package faults --main exit_code -- 3`.
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <ditask/ditask.hpp>
+
+namespace {
+
+std::int64_t node_id() { return ditask::task().router().node_id(); }
+
+// The first module argument as an integer, or `fallback` when there is none.
+std::int64_t first_arg(std::int64_t fallback) {
+  const auto& args = ditask::args();
+  return args.empty() ? fallback : std::stoll(args.front());
+}
+
+// Until a signal with a default action (SIGTERM, SIGKILL) ends the process.
+[[noreturn]] void block_forever() {
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+}
+
+// Dies by `sig` even when a sanitizer installed its own handler for it.
+[[noreturn]] void die_by(int sig) {
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+  std::abort();
+}
+
+}  // namespace
+
+DITASK_MAIN(segv) { die_by(SIGSEGV); }
+
+DITASK_MAIN(kill_self) { die_by(SIGKILL); }
+
+// Exits with args()[0] (default 7) without returning to the runtime.
+DITASK_MAIN(exit_code) { std::exit(static_cast<int>(first_arg(7))); }
+
+DITASK_MAIN(throw_error) {
+  throw std::runtime_error("boom from node " + std::to_string(node_id()));
+}
+
+DITASK_MAIN(hang) { block_forever(); }
+
+// Prints args()[0] (default 20000) lines of about 90 bytes as fast as stdio allows.
+DITASK_MAIN(spam) {
+  const std::int64_t lines = first_arg(20000);
+  const std::string tail = " " + std::string(64, 'x') + "\n";
+  const std::string head = "node " + std::to_string(node_id()) + " line ";
+  for (std::int64_t i = 0; i < lines; ++i) {
+    const std::string line = head + std::to_string(i) + tail;
+    std::fwrite(line.data(), 1, line.size(), stdout);
+  }
+  std::fflush(stdout);
+}
+
+DITASK_MAIN(stderr_then_die) {
+  for (int k = 1; k <= 3; ++k) {
+    std::fprintf(stderr, "last words %d\n", k);
+  }
+  std::fflush(stderr);
+  die_by(SIGABRT);
+}
+
+// Throws on node args()[0] (default 1); the other nodes wait until they are stopped.
+DITASK_MAIN(fail_on_node) {
+  if (node_id() == first_arg(1)) {
+    throw std::runtime_error("failing on purpose on node " + std::to_string(node_id()));
+  }
+  block_forever();
+}
+
+// Throws on node args()[0] (default 0) in attempt 0 only; every other run succeeds at once.
+DITASK_MAIN(fail_first_attempt) {
+  const char* attempt = std::getenv("DITASK_ATTEMPT");
+  const bool first = attempt == nullptr || std::string(attempt) == "0";
+  if (node_id() == first_arg(0) && first) {
+    throw std::runtime_error("failing attempt 0 on node " + std::to_string(node_id()));
+  }
+  std::cout << "node " << node_id() << " attempt " << (attempt != nullptr ? attempt : "0") << " ok"
+            << std::endl;
+}
+
+// Prints "ready" once it listens; succeeds when SIGUSR1 arrives as an event within 60 s.
+DITASK_MAIN(usr1_event) {
+  auto& task = ditask::task();
+  auto running = task.start();
+  task.on("SIGUSR1",
+          [](const ditask::EventArgs&) { std::cout << "got SIGUSR1 event" << std::endl; });
+  auto waiter = task.waiter("SIGUSR1");
+  std::cout << "ready" << std::endl;
+  if (!waiter.wait(std::chrono::seconds(60))) {
+    throw std::runtime_error("no SIGUSR1 event within 60 s");
+  }
+}
+
+// Returns at once (the launch benchmark's module).
+DITASK_MAIN(noop) {}

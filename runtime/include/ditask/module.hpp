@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+/// The module side of ditask: entry functions (DITASK_MAIN) and the module's arguments.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ditask/export.hpp"
+
+/// The entry ABI this header produces; worker mode refuses a module built for another one.
+/// Bump it when the calling convention of an entry changes (signature, what the runtime sets
+/// up before calling it).
+#define DITASK_ABI_VERSION 1
+
+namespace ditask {
+
+/// The arguments after `--` on the launcher's command line (empty outside a worker).
+/// Thread: any; fixed before the entry runs.
+DITASK_API const std::vector<std::string>& args();
+
+namespace detail {
+/// Replaces args(). Called by worker mode before the entry runs (and by tests), never concurrently
+/// with args().
+DITASK_API void set_args(std::vector<std::string> args);
+}  // namespace detail
+
+}  // namespace ditask
+
+// Modules are built with hidden visibility; the entry symbols must stay visible to dlsym.
+#define DITASK_DETAIL_ENTRY_EXPORT extern "C" __attribute__((visibility("default"), used))
+
+/// `DITASK_MAIN(name) { ... }` defines an entry selected by `--main name`. Returning is success;
+/// an escaping exception fails the worker and its what() reaches the run summary. A module may
+/// define several entries (even in one file); `DITASK_MAIN(main)` is fine. Exports the C symbols
+/// `ditask_entry_<name>` (calls the body) and `ditask_entry_abi_<name>` (DITASK_ABI_VERSION).
+#define DITASK_MAIN(name)                                                         \
+  static void ditask_body_##name();                                               \
+  DITASK_DETAIL_ENTRY_EXPORT void ditask_entry_##name() { ditask_body_##name(); } \
+  DITASK_DETAIL_ENTRY_EXPORT std::uint32_t ditask_entry_abi_##name() {            \
+    return DITASK_ABI_VERSION;                                                    \
+  }                                                                               \
+  static void ditask_body_##name()

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+// Worker mode: environment contract -> router -> module entry -> exit code.
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <pthread.h>
+#include <signal.h>
+#include <string_view>
+#include <thread>
+#include <unistd.h>
+
+#include "ditask/error.hpp"
+#include "ditask/module.hpp"
+#include "ditask/runtime/worker.hpp"
+#include "ditask/runtime/write_all.hpp"
+#include "ditask/task.hpp"
+
+extern char** environ;  // NOLINT: POSIX, declared by no standard header
+
+namespace ditask {
+namespace {
+
+sigset_t user_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  sigaddset(&set, SIGUSR2);
+  return set;
+}
+
+// Children forked by the module (tools, subprocess libraries) start with default signal
+// handling, not with our mask. posix_spawn() skips fork handlers: such callers reset it themselves.
+void unblock_user_signals() noexcept {
+  const sigset_t set = user_signals();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+// Every later thread inherits the mask, so SIGUSR1/SIGUSR2 reach only SignalEvents' sigwait():
+// Slurm's time-limit warning must never kill the job.
+void block_user_signals() noexcept {
+  const sigset_t set = user_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  static const int registered = pthread_atfork(nullptr, nullptr, &unblock_user_signals);
+  static_cast<void>(registered);
+}
+
+// Turns SIGUSR1/SIGUSR2 into local events "SIGUSR1"/"SIGUSR2" while the task runs.
+// Thread: one own thread, blocked in sigwait(); the destructor wakes and joins it.
+class SignalEvents {
+ public:
+  SignalEvents() : thread_([this] { loop(); }) {}
+  ~SignalEvents() {
+    stopping_ = true;
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+  }
+  SignalEvents(const SignalEvents&) = delete;
+  SignalEvents& operator=(const SignalEvents&) = delete;
+
+ private:
+  void loop() {
+    const sigset_t set = user_signals();
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&set, &sig) != 0) {
+        continue;
+      }
+      if (stopping_) {
+        return;
+      }
+      deliver(sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+    }
+  }
+
+  static void deliver(const char* name) noexcept {
+    try {
+      auto& t = task();
+      if (!t.running()) {
+        DITASK_LOG(info, "worker") << "received " << name << " while the task is not running";
+        return;
+      }
+      t.post_local(name);
+      DITASK_LOG(info, "worker") << "received " << name << ": emitted local event '" << name << "'";
+    } catch (const std::exception& e) {
+      DITASK_LOG(warn, "worker") << "received " << name << " but could not emit it: " << e.what();
+    }
+  }
+
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+std::vector<std::string> args_after_dashes(int argc, char** argv) {
+  std::vector<std::string> args;
+  bool after = false;
+  for (int i = 1; i < argc; ++i) {
+    if (after) {
+      args.emplace_back(argv[i]);
+    } else {
+      after = std::string_view(argv[i]) == "--";
+    }
+  }
+  return args;
+}
+
+std::map<std::string, std::string> contract_variables() {
+  std::map<std::string, std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const auto eq = text.find('=');
+    if (eq != std::string_view::npos && text.starts_with("DITASK_")) {
+      env.emplace(text.substr(0, eq), text.substr(eq + 1));
+    }
+  }
+  return env;
+}
+
+void flush_output() {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+}
+
+// "a\nb" -> "a b": the failure line must stay one line for the launcher's summary.
+std::string one_line(std::string text) {
+  for (auto& c : text) {
+    if (c == '\n' || c == '\r') {
+      c = ' ';
+    }
+  }
+  return text;
+}
+
+int call_entry(EntryFn entry, const std::string& name) {
+  std::string failure;
+  try {
+    entry();
+    return 0;
+  } catch (const std::exception& e) {
+    failure = e.what();
+  } catch (...) {
+    failure = "unknown exception";
+  }
+  flush_output();  // the module's own output comes before the verdict
+  detail::write_all(STDERR_FILENO,
+                    "ditask: error: entry '" + name + "' failed: " + one_line(failure) + "\n");
+  return 1;
+}
+
+}  // namespace
+
+int worker_main(int argc, char** argv) {
+  block_user_signals();  // before any thread exists, so every thread inherits the mask
+  detail::set_args(args_after_dashes(argc, argv));
+  WorkerEnv env;
+  EntryFn entry = nullptr;
+  try {
+    env = parse_worker_env(contract_variables());
+    log::set_tag("node " + std::to_string(env.node_id));
+    if (env.log_level) {
+      log::set_level(*env.log_level);
+    }
+    task().router().activate(
+        Router::Identity{env.node_id, env.local_id, env.parallel_workers, env.labels});
+    entry = load_entry(env.package, env.main);
+  } catch (const std::exception& e) {
+    print_error(e);
+    return 2;
+  }
+  DITASK_LOG(debug, "worker") << "calling entry '" << env.main << "' of '" << env.package
+                              << "' (attempt " << env.attempt << ")";
+  int code = 0;
+  {
+    SignalEvents events;
+    code = call_entry(entry, env.main);
+  }
+  if (task().running()) {
+    task().stop();  // the module returned without stopping it: run its queued handlers now
+  }
+  flush_output();
+  return code;
+}
+
+int probe_main(const std::string& package, const std::string& entry) {
+  try {
+    load_entry(package, entry);
+    return 0;
+  } catch (const std::exception& e) {
+    print_error(e);
+  } catch (...) {
+    detail::write_all(STDERR_FILENO, "ditask: error: loading '" + package + "' failed\n");
+  }
+  return 2;
+}
+
+}  // namespace ditask

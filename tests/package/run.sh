@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs a ditask build tree into a temporary prefix, then builds and runs project/ against it
+# with find_package(ditask). Run by CTest (tests/package/CMakeLists.txt gives the arguments):
+#   run.sh --build-dir=DIR --work-dir=DIR [--cmake=cmake] [--generator=G] [--cxx=g++]
+#          [--launcher=ccache] [--build-type=Debug] [--sanitize=address,undefined]
+# The work dir is deleted first and again on success; on failure it is kept for inspection.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+build_dir="" work_dir="" cmake=cmake generator="" cxx="" launcher="" build_type=Debug sanitize=""
+for arg in "$@"; do
+  case "$arg" in
+    --build-dir=*) build_dir="${arg#*=}" ;;
+    --work-dir=*) work_dir="${arg#*=}" ;;
+    --cmake=*) cmake="${arg#*=}" ;;
+    --generator=*) generator="${arg#*=}" ;;
+    --cxx=*) cxx="${arg#*=}" ;;
+    --launcher=*) launcher="${arg#*=}" ;;
+    --build-type=*) build_type="${arg#*=}" ;;
+    --sanitize=*) sanitize="${arg#*=}" ;;
+    *) echo "run.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+if [[ -z "$build_dir" || -z "$work_dir" ]]; then
+  echo "run.sh: --build-dir and --work-dir are required" >&2
+  exit 2
+fi
+
+fail() {
+  echo "package test failed: $*"
+  echo "(work dir kept: $work_dir)"
+  exit 1
+}
+# Runs a command, showing its output only when it fails.
+quiet() {
+  local log="$work_dir/last-command.log"
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log"
+    fail "command failed: $*"
+  fi
+}
+
+prefix="$work_dir/prefix"
+project_build="$work_dir/project-build"
+rm -rf "$work_dir"
+mkdir -p "$work_dir"
+# DESTDIR would send the install elsewhere.
+unset DESTDIR
+
+echo "-- installing $build_dir into $prefix"
+quiet "$cmake" --install "$build_dir" --prefix "$prefix" --config "$build_type"
+[[ -f "$prefix/include/ditask/ditask.hpp" ]] || fail "include/ditask/ditask.hpp was not installed"
+config="$(find "$prefix" -name ditaskConfig.cmake -print -quit)"
+[[ -n "$config" ]] || fail "ditaskConfig.cmake was not installed"
+# An installed package must not point back into the source or build tree.
+source_dir="$(cd "$here/../.." && pwd)"
+if grep -rlF -e "$source_dir/" -e "$build_dir" "$(dirname "$config")"; then
+  fail "installed CMake files above refer to the source or build tree"
+fi
+
+configure=("$cmake" -S "$here/project" -B "$project_build" -DCMAKE_BUILD_TYPE="$build_type"
+           -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+[[ -n "$generator" ]] && configure+=(-G "$generator")
+[[ -n "$cxx" ]] && configure+=(-DCMAKE_CXX_COMPILER="$cxx")
+[[ -n "$launcher" ]] && configure+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+if [[ -n "$sanitize" ]]; then
+  # The runtime was built with sanitizers; its users must link the same runtime libraries.
+  configure+=(-DCMAKE_CXX_FLAGS="-fsanitize=$sanitize -fno-omit-frame-pointer"
+              -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$sanitize"
+              -DCMAKE_MODULE_LINKER_FLAGS="-fsanitize=$sanitize")
+fi
+echo "-- configuring $here/project"
+quiet "${configure[@]}"
+found="$(grep '^ditask_DIR:' "$project_build/CMakeCache.txt" | cut -d= -f2-)"
+[[ "$found" == "$prefix"/* ]] || fail "find_package(ditask) found '$found', not the package in $prefix"
+echo "-- building"
+quiet "$cmake" --build "$project_build" --config "$build_type"
+
+exe="$(find "$project_build" -type f -name package_user -perm -u+x -print -quit)"
+[[ -n "$exe" ]] || fail "the package_user executable was not built"
+module="$(find "$project_build" -type f -name 'package_module.so' -print -quit)"
+[[ -n "$module" ]] || fail "the package_module module was not built"
+# DITASK_MAIN(main) must stay visible although the module is built with hidden visibility.
+for sym in ditask_entry_main ditask_entry_abi_main; do
+  nm -D --defined-only "$module" | grep -qw "$sym" || fail "$module does not export $sym"
+done
+echo "-- running $exe"
+rc=0
+output="$("$exe" 2>&1)" || rc=$?
+echo "$output"
+((rc == 0)) || fail "package_user exited with $rc"
+grep -q "^package_user: ok" <<<"$output" || fail "package_user did not print 'package_user: ok'"
+
+rm -rf "$work_dir"
+echo "package test passed"
