@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+#include "cli.hpp"
+
+#include <cctype>
+#include <iostream>
+#include <map>
+
+#include <CLI/CLI.hpp>
+
+#include "ditask/error.hpp"
+#include "ditask/runtime/suggest.hpp"
+#include "ditask/version.hpp"
+
+namespace ditask::app {
+namespace {
+
+constexpr const char* kFooter = R"(Arguments after -- go to the module (ditask::args()).
+
+Every option can also come from the environment as DITASK_LAUNCH_<NAME> (e.g.
+DITASK_LAUNCH_PARALLEL_WORKERS=4) or from --config FILE. Precedence: command line >
+DITASK_LAUNCH_* > --config > --platform-spec task > platform environment > defaults.
+
+Exit codes: 0 when every worker succeeded; 2 usage or config error, 3 internal error (both
+before any worker starts); otherwise the first failed worker's code, or 128+N for a worker
+killed by signal N (and when the launcher itself was stopped by signal N: 130 for Ctrl-C);
+124 when --timeout fired.)";
+
+std::string lower_first(std::string text) {
+  if (!text.empty()) {
+    text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  }
+  return text;
+}
+
+/// A hint for an unknown flag: the closest known one.
+std::string unknown_flag_hint(const std::vector<std::string>& given) {
+  std::vector<std::string> known = {"--help", "--version"};
+  for (const auto& spec : launcher::option_specs()) {
+    known.push_back("--" + spec.name);
+  }
+  for (const auto& arg : given) {
+    std::string flag = arg.substr(0, arg.find('='));
+    if (auto guess = closest_match(flag, known)) {
+      return "did you mean '" + *guess + "'?";
+    }
+  }
+  return "see ditask --help";
+}
+
+}  // namespace
+
+CommandLine parse_command_line(int argc, char** argv) {
+  CommandLine result;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      result.module_args.assign(argv + i + 1, argv + argc);
+      break;
+    }
+    args.emplace_back(argv[i]);
+  }
+
+  CLI::App app("ditask " DITASK_VERSION ": start, supervise and connect N workers of a module.",
+               "ditask");
+  app.footer(kFooter);
+  app.set_version_flag("-v,--version",
+                       "ditask, version " DITASK_VERSION ".\nDeveloped by the ditask authors.");
+  std::map<std::string, std::string> texts;
+  std::map<std::string, bool> flags;
+  std::map<std::string, CLI::Option*> added;
+  for (const auto& spec : launcher::option_specs()) {
+    std::string names = (spec.short_name.empty() ? "" : "-" + spec.short_name + ",") + "--" + spec.name;
+    std::string help = spec.help;
+    if (!spec.default_text.empty()) {
+      help += " [default: " + spec.default_text + "]";
+    }
+    if (spec.kind == launcher::OptionSpec::Kind::flag) {
+      if (spec.name == "tag-output") {
+        names += ",!--no-tag-output";
+      }
+      added[spec.name] = app.add_flag(names, flags[spec.name], help);
+    } else {
+      added[spec.name] = app.add_option(names, texts[spec.name], help);
+      if (!spec.choices.empty()) {
+        added[spec.name]->type_name("{" + join(spec.choices, ",") + "}");
+      }
+    }
+  }
+  try {
+    std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    result.exit_now = true;
+    return result;
+  } catch (const CLI::CallForVersion&) {
+    std::cout << app.version() << "\n";
+    result.exit_now = true;
+    return result;
+  } catch (const CLI::ExtrasError& e) {
+    throw Error(lower_first(e.what()), unknown_flag_hint(app.remaining()));
+  } catch (const CLI::ParseError& e) {
+    throw Error(lower_first(e.what()), "see ditask --help");
+  }
+  for (const auto& [name, option] : added) {
+    if (option->count() == 0) {
+      continue;
+    }
+    auto flag = flags.find(name);
+    result.values[name] = flag != flags.end() ? (flag->second ? "true" : "false") : texts[name];
+  }
+  return result;
+}
+
+}  // namespace ditask::app

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// The ditask executable: launcher mode, plus the worker and probe modes it re-executes itself in.
+// The only place that turns errors into exit codes.
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "cli.hpp"
+#include "ditask/error.hpp"
+#include "ditask/launcher/launch.hpp"
+#include "ditask/runtime/log.hpp"
+#include "ditask/runtime/worker.hpp"
+
+namespace {
+
+std::string self_exe() {
+  std::array<char, 4096> buf{};
+  ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0) {
+    throw std::runtime_error("cannot find the ditask executable (/proc/self/exe)");
+  }
+  return std::string(buf.data(), static_cast<std::size_t>(n));
+}
+
+std::string plugins_dir(const std::string& exe) {
+  auto bin = exe.substr(0, exe.rfind('/'));
+  return bin.substr(0, bin.rfind('/')) + "/lib/ditask/plugins";
+}
+
+int run(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "--worker") {
+    return ditask::worker_main(argc, argv);
+  }
+  if (mode == "--probe" && argc == 4) {
+    return ditask::probe_main(argv[2], argv[3]);
+  }
+  auto command_line = ditask::app::parse_command_line(argc, argv);
+  if (command_line.exit_now) {
+    return 0;
+  }
+  namespace dl = ditask::launcher;
+  auto options = dl::resolve_options(command_line.values, dl::current_environment());
+  options.module_args = command_line.module_args;
+  ditask::log::set_level(ditask::log::parse_level(options.log_level));
+  if (options.dry_run) {
+    std::cout << dl::dry_run_plan(options).dump(2) << std::endl;
+    return 0;
+  }
+  const std::string exe = self_exe();
+  options.package = ditask::resolve_package(options.package, plugins_dir(exe));
+  dl::probe_package(exe, options);
+  dl::WorkerCommand command{exe, {"--worker", "--"}};
+  command.args.insert(command.args.end(), options.module_args.begin(), options.module_args.end());
+  return dl::launch(options, command);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  return run(argc, argv);
+} catch (const ditask::launcher::PackageRejected&) {
+  return static_cast<int>(ditask::launcher::ExitCode::usage);  // the probe printed why
+} catch (const ditask::Error& e) {
+  ditask::print_error(e);
+  return static_cast<int>(ditask::launcher::ExitCode::usage);
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "ditask: internal error: %s\n", e.what());
+  return static_cast<int>(ditask::launcher::ExitCode::internal);
+}

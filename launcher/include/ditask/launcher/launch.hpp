@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ditask/launcher/options.hpp"
+
+namespace ditask::launcher {
+
+/// How to start one worker process: the executable and its arguments (argv[1..]).
+struct WorkerCommand {
+  std::string exe;
+  std::vector<std::string> args;
+};
+
+/// The launcher's own exit codes (before any worker starts) and the job-level ones.
+enum class ExitCode : int { success = 0, usage = 2, internal = 3, timeout = 124 };
+
+/// Plans the job, binds its sockets, starts and supervises the workers until all have ended,
+/// prints the summary and returns the exit code (0, the first failed worker's code or
+/// 128+signal, 124 on --timeout, 128+N when the launcher was stopped by signal N).
+/// Errors: ditask::Error (exit 2) for problems found before any worker starts.
+int launch(const Options& options, const WorkerCommand& command);
+
+/// The plan --dry-run prints: computed without binding anything or opening the package (a
+/// free port shows as port 0).
+nlohmann::json dry_run_plan(const Options& options);
+
+/// Runs `exe --probe <package> <main>` in a short child that loads the package and looks up the
+/// entry, so a bad package fails before any worker starts. The child prints its own
+/// `ditask: error:` lines. Errors: PackageRejected when the probe fails.
+void probe_package(const std::string& exe, const Options& options);
+
+/// Thrown by probe_package; its message was already printed by the probe.
+struct PackageRejected : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The launcher's environment as a map (for resolve_options and the workers' environment).
+std::map<std::string, std::string> current_environment();
+
+}  // namespace ditask::launcher

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ditask::launcher {
+
+/// Where an option's value came from, highest precedence first.
+enum class Source { command_line, environment, config, platform_spec, platform, default_value };
+
+/// The name of a Source as printed by --dry-run ("command line", "environment", ...).
+const char* to_string(Source source) noexcept;
+
+/// How one launcher option is spelled and typed; the table drives CLI, env, config and --help.
+struct OptionSpec {
+  enum class Kind { text, integer, number, flag };
+  std::string name;         ///< long name without dashes, e.g. "parallel-workers"
+  std::string short_name;   ///< e.g. "p", or empty
+  Kind kind = Kind::text;
+  std::string default_text; ///< shown in --help; empty when there is none
+  std::vector<std::string> choices;  ///< allowed values (text options), empty = any
+  std::string help;
+};
+
+/// Every launcher option, in --help order.
+const std::vector<OptionSpec>& option_specs();
+
+/// The environment variable that can set option `name`: DITASK_LAUNCH_<NAME> (upper case,
+/// '-' as '_'). These never collide with the worker contract's DITASK_* names.
+std::string env_name(const std::string& option_name);
+
+/// Raw option values by name (as typed), before resolution.
+using RawValues = std::map<std::string, std::string>;
+
+/// The resolved, validated launch request.
+struct Options {
+  std::string package;
+  std::string main = "main";
+  std::int64_t parallel_workers = 1;
+  std::string protocol = "tcp";
+  std::string address = "127.0.0.1";
+  std::vector<std::int64_t> ports;       ///< empty: launcher picks free ports
+  std::vector<std::string> attach_to;
+  std::vector<std::string> labels;
+  std::vector<std::int64_t> node_ids;    ///< as given (padded later by the plan)
+  std::string topology = "mesh";
+  std::string platform;                  ///< empty: local
+  std::string mq_type = "nng";
+  double startup_interval = 0.0;         ///< seconds between local worker starts
+  bool auto_recover = false;
+  std::int64_t max_retries = 3;
+  double restart_backoff = 1.0;          ///< seconds; doubles per retry, capped
+  double grace_period = 10.0;            ///< seconds between SIGTERM and SIGKILL
+  double timeout = 0.0;                  ///< seconds for the whole job; 0 = none
+  std::int64_t world_size = 0;           ///< 0: the local worker count
+  std::string log_dir;
+  bool tag_output = true;
+  std::string tag_format = "[node {node}]";
+  bool dry_run = false;
+  std::string log_level = "warn";
+  std::vector<std::string> module_args;  ///< after `--`
+
+  /// For each option name, where its value came from.
+  std::map<std::string, Source> origins;
+  /// For each option name, the text of the value chosen (the default's text when not given).
+  RawValues values;
+};
+
+/// Resolves options along one chain: command line > DITASK_LAUNCH_* environment > --config
+/// file > defaults (platform layers arrive with the platform issues). `env` is the launcher's
+/// environment. Errors: ditask::Error (usage: exit 2) naming the option and the bad value.
+Options resolve_options(const RawValues& command_line, const std::map<std::string, std::string>& env);
+
+/// Reads a --config JSON file: an object whose keys are option names ('-' or '_' spelling).
+/// Errors: ditask::Error for an unreadable file, malformed JSON or an unknown key.
+RawValues load_config(const std::string& path);
+
+/// Parses --platform-spec: JSON text, or the path of a .json file. Errors: ditask::Error.
+nlohmann::json parse_platform_spec(const std::string& text);
+
+}  // namespace ditask::launcher

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ditask/launcher/options.hpp"
+
+namespace ditask::launcher {
+
+/// What one local worker is: identity, address, dial list and its contract environment.
+struct WorkerPlan {
+  std::int64_t node_id = 0;
+  std::int64_t local_id = 0;
+  std::int64_t rank = 0;                 ///< dense 0..world_size-1, not the node id
+  std::string listen;                    ///< tcp://host:port (port 0 = picked at launch) or ipc:///path
+  std::vector<std::string> attach_to;    ///< addresses this worker dials
+  std::vector<std::string> labels;
+  std::map<std::string, std::string> env;  ///< contract variables (DITASK_ATTEMPT set per spawn)
+};
+
+/// The whole local launch.
+struct Plan {
+  std::string run_id;
+  std::string platform = "local";
+  std::int64_t world_size = 0;
+  std::int64_t local_world_size = 0;
+  std::string master_addr;
+  std::int64_t master_port = 0;          ///< for the user's own framework; 0 until launch
+  std::vector<WorkerPlan> workers;
+};
+
+/// Node ids, ranks and listen addresses from the options (DI-engine's padding rules: one value
+/// is a base, worker i gets base+i). Errors: ditask::Error when ranks cannot be placed.
+Plan plan_layout(const Options& options, const std::string& run_id);
+
+/// Dial lists (DI-engine's mesh/star/alone rules plus --attach-to) and each worker's contract
+/// environment; call after listen addresses are final.
+void plan_wiring(Plan& plan, const Options& options);
+
+/// The plan as --dry-run prints it, with each option's value source.
+nlohmann::json plan_to_json(const Plan& plan, const Options& options);
+
+/// A fresh run id: UTC time plus random hex, e.g. "20261129T120301-3fa9c2".
+std::string make_run_id();
+
+/// The worker environment: `inherited` without stale DITASK_* variables, with `contract` on top.
+std::map<std::string, std::string> worker_environment(
+    const std::map<std::string, std::string>& inherited, const std::map<std::string, std::string>& contract);
+
+}  // namespace ditask::launcher

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+#include "ditask/launcher/launch.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "ditask/error.hpp"
+#include "ditask/launcher/plan.hpp"
+#include "ditask/runtime/log.hpp"
+#include "listen_sockets.hpp"
+#include "supervisor.hpp"
+
+extern char** environ;
+
+namespace ditask::launcher {
+
+std::map<std::string, std::string> current_environment() {
+  std::map<std::string, std::string> env;
+  for (char** p = environ; p != nullptr && *p != nullptr; ++p) {
+    std::string entry(*p);
+    auto eq = entry.find('=');
+    if (eq != std::string::npos) {
+      env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+    }
+  }
+  return env;
+}
+
+nlohmann::json dry_run_plan(const Options& options) {
+  Plan plan = plan_layout(options, make_run_id());
+  plan_wiring(plan, options);
+  return plan_to_json(plan, options);
+}
+
+void probe_package(const std::string& exe, const Options& options) {
+  std::vector<std::string> args = {exe, "--probe", options.package, options.main};
+  std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (int rc = ::posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), environ); rc != 0) {
+    throw Error("cannot run the package probe '" + exe + "': " + std::strerror(rc));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw PackageRejected("package '" + options.package + "' was rejected by the probe");
+  }
+}
+
+int launch(const Options& options, const WorkerCommand& command) {
+  log::set_tag("launcher");
+  Plan plan = plan_layout(options, make_run_id());
+  if (options.protocol == "tcp" && !is_loopback(options.address)) {
+    DITASK_LOG(warn, "launcher") << "workers listen on " << options.address
+                                 << ", not a loopback address, and the mesh has no token yet: "
+                                    "anyone who can reach that address can talk to the job";
+  }
+  ListenSockets sockets = ListenSockets::bind_all(plan);
+  plan_wiring(plan, options);
+  return supervise(options, plan, sockets, command, current_environment());
+}
+
+}  // namespace ditask::launcher

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+#include "option_values.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "ditask/error.hpp"
+#include "ditask/runtime/suggest.hpp"
+
+namespace ditask::launcher::detail {
+namespace {
+
+std::string flag(const std::string& name) { return "--" + name; }
+
+std::int64_t to_integer(const std::string& name, const std::string& text) {
+  std::int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    throw Error(flag(name) + " expects an integer, got '" + text + "'");
+  }
+  return value;
+}
+
+double to_number(const std::string& name, const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !std::isfinite(value)) {
+    throw Error(flag(name) + " expects a number of seconds, got '" + text + "'");
+  }
+  return value;
+}
+
+bool to_bool(const std::string& name, const std::string& text) {
+  if (text == "true" || text == "1" || text == "yes" || text == "on") {
+    return true;
+  }
+  if (text == "false" || text == "0" || text == "no" || text == "off") {
+    return false;
+  }
+  throw Error(flag(name) + " expects true or false, got '" + text + "'");
+}
+
+void require_choice(const std::string& name, const std::string& value) {
+  for (const auto& spec : option_specs()) {
+    if (spec.name != name || spec.choices.empty()) {
+      continue;
+    }
+    if (std::find(spec.choices.begin(), spec.choices.end(), value) == spec.choices.end()) {
+      auto guess = closest_match(value, spec.choices);
+      throw Error("unknown " + flag(name) + " '" + value + "'",
+                  (guess ? "did you mean '" + *guess + "'? " : std::string()) +
+                      "valid choices: " + join(spec.choices));
+    }
+  }
+}
+
+std::vector<std::int64_t> to_integer_list(const std::string& name, const std::string& text) {
+  std::vector<std::int64_t> out;
+  for (const auto& item : split_list(text)) {
+    out.push_back(to_integer(name, item));
+  }
+  return out;
+}
+
+void check_at_least(const std::string& name, double value, double minimum, const std::string& raw) {
+  if (value < minimum) {
+    throw Error(flag(name) + " must be at least " + raw + ", got " +
+                (std::floor(value) == value ? std::to_string(static_cast<long long>(value))
+                                            : std::to_string(value)));
+  }
+}
+
+void check_attach_to(const std::vector<std::string>& urls) {
+  for (const auto& url : urls) {
+    const bool tcp = url.rfind("tcp://", 0) == 0 && url.find(':', 6) != std::string::npos;
+    const bool ipc = url.rfind("ipc://", 0) == 0 && url.size() > 6;
+    if (!tcp && !ipc) {
+      throw Error("--attach-to address '" + url + "' is not tcp://host:port or ipc:///path");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) {
+      end = text.size();
+    }
+    std::string item = text.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) {
+      out.push_back(item);
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+Options build_options(const RawValues& values) {
+  auto get = [&](const std::string& name) -> const std::string* {
+    auto it = values.find(name);
+    return it == values.end() ? nullptr : &it->second;
+  };
+  Options o;
+  if (const auto* v = get("package"); v != nullptr && !v->empty()) {
+    o.package = *v;
+  } else {
+    throw Error("missing --package", "run: ditask --package ./libfoo.so --main entry --parallel-workers N");
+  }
+  if (const auto* v = get("main")) {
+    o.main = *v;
+  }
+  if (const auto* v = get("parallel-workers")) {
+    o.parallel_workers = to_integer("parallel-workers", *v);
+    check_at_least("parallel-workers", static_cast<double>(o.parallel_workers), 1, "1");
+  }
+  for (const char* name : {"protocol", "topology", "platform", "mq-type", "log-level"}) {
+    if (const auto* v = get(name)) {
+      require_choice(name, *v);
+    }
+  }
+  if (const auto* v = get("protocol")) {
+    o.protocol = *v;
+  }
+  if (const auto* v = get("topology")) {
+    o.topology = *v;
+  }
+  if (const auto* v = get("platform")) {
+    throw Error("--platform " + *v + " is not supported yet", "run without --platform on one machine");
+  }
+  if (const auto* v = get("mq-type")) {
+    o.mq_type = *v;
+    if (o.mq_type != "nng") {
+      throw Error("--mq-type " + o.mq_type + " is not supported yet", "use the default --mq-type nng");
+    }
+  }
+  if (const auto* v = get("platform-spec")) {
+    parse_platform_spec(*v);  // validated now; used with --platform
+  }
+  if (const auto* v = get("log-level")) {
+    o.log_level = *v;
+  }
+  if (const auto* v = get("address"); v != nullptr) {
+    if (v->empty()) {
+      throw Error("--address must not be empty");
+    }
+    o.address = *v;
+  }
+  if (const auto* v = get("ports")) {
+    o.ports = to_integer_list("ports", *v);
+    for (auto port : o.ports) {
+      if (port < 1 || port > 65535) {
+        throw Error("--ports value " + std::to_string(port) + " is not a port (1-65535)");
+      }
+    }
+    const auto n = static_cast<std::size_t>(o.parallel_workers);
+    if (o.ports.size() > 1 && o.ports.size() != n) {
+      throw Error("--ports has " + std::to_string(o.ports.size()) + " ports for " + std::to_string(n) +
+                      " workers",
+                  "give one base port (worker i gets base+i) or exactly one port per worker");
+    }
+  }
+  if (const auto* v = get("node-ids")) {
+    o.node_ids = to_integer_list("node-ids", *v);
+    const auto n = static_cast<std::size_t>(o.parallel_workers);
+    if (o.node_ids.size() > 1 && o.node_ids.size() != n) {
+      throw Error("--node-ids has " + std::to_string(o.node_ids.size()) + " ids for " +
+                      std::to_string(n) + " workers",
+                  "give one base id (worker i gets base+i) or exactly one id per worker");
+    }
+    std::set<std::int64_t> seen;
+    for (auto id : o.node_ids) {
+      if (id < 0) {
+        throw Error("--node-ids value " + std::to_string(id) + " is negative");
+      }
+      if (!seen.insert(id).second) {
+        throw Error("--node-ids lists node id " + std::to_string(id) + " twice", "node ids must be unique");
+      }
+    }
+  }
+  if (const auto* v = get("attach-to")) {
+    o.attach_to = split_list(*v);
+    check_attach_to(o.attach_to);
+  }
+  if (const auto* v = get("labels")) {
+    o.labels = split_list(*v);
+  }
+  if (const auto* v = get("redis-port")) {
+    to_integer("redis-port", *v);
+  }
+  if (const auto* v = get("local_rank")) {
+    to_integer("local_rank", *v);
+  }
+  struct Seconds {
+    const char* name;
+    double* field;
+    double minimum;
+  };
+  for (auto [name, field, minimum] : {Seconds{"startup-interval", &o.startup_interval, 0},
+                                      Seconds{"restart-backoff", &o.restart_backoff, 0},
+                                      Seconds{"grace-period", &o.grace_period, 0},
+                                      Seconds{"timeout", &o.timeout, 0}}) {
+    if (const auto* v = get(name)) {
+      *field = to_number(name, *v);
+      check_at_least(name, *field, minimum, "0");
+    }
+  }
+  if (const auto* v = get("auto-recover")) {
+    o.auto_recover = to_bool("auto-recover", *v);
+  }
+  if (const auto* v = get("max-retries")) {
+    o.max_retries = to_integer("max-retries", *v);
+    check_at_least("max-retries", static_cast<double>(o.max_retries), 0, "0");
+  }
+  if (const auto* v = get("world-size")) {
+    o.world_size = to_integer("world-size", *v);
+    if (o.world_size < o.parallel_workers) {
+      throw Error("--world-size " + *v + " is smaller than --parallel-workers " +
+                  std::to_string(o.parallel_workers));
+    }
+  }
+  if (const auto* v = get("log-dir")) {
+    o.log_dir = *v;
+  }
+  if (const auto* v = get("tag-output")) {
+    o.tag_output = to_bool("tag-output", *v);
+  }
+  if (const auto* v = get("tag-format")) {
+    o.tag_format = *v;
+  }
+  if (const auto* v = get("dry-run")) {
+    o.dry_run = to_bool("dry-run", *v);
+  }
+  return o;
+}
+
+}  // namespace ditask::launcher::detail

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+#include "ditask/launcher/options.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ditask/error.hpp"
+#include "ditask/runtime/suggest.hpp"
+#include "option_values.hpp"
+
+namespace ditask::launcher {
+
+const char* to_string(Source source) noexcept {
+  switch (source) {
+    case Source::command_line: return "command line";
+    case Source::environment: return "environment";
+    case Source::config: return "config file";
+    case Source::platform_spec: return "platform spec";
+    case Source::platform: return "platform environment";
+    case Source::default_value: return "default";
+  }
+  return "default";
+}
+
+const std::vector<OptionSpec>& option_specs() {
+  using K = OptionSpec::Kind;
+  static const std::vector<OptionSpec> specs = {
+      {"package", "p", K::text, "", {}, "The module: a shared library path, or a bare name looked up as given, then in <prefix>/lib/ditask/plugins/, then on the loader's search path"},
+      {"main", "m", K::text, "main", {}, "The entry to call: the name given to DITASK_MAIN(name)"},
+      {"parallel-workers", "", K::integer, "1", {}, "Workers this launcher starts"},
+      {"protocol", "", K::text, "tcp", {"tcp", "ipc"}, "Mesh transport: tcp, or ipc (Unix sockets)"},
+      {"address", "", K::text, "127.0.0.1", {}, "Host/IP the workers listen on (tcp). DI-engine binds the primary address; ours stays on loopback unless told"},
+      {"ports", "", K::text, "", {}, "Listen ports: one base port (worker i gets base+i) or one per worker. Default: free ports pre-bound by the launcher"},
+      {"attach-to", "", K::text, "", {}, "Comma list of addresses (tcp://host:port, ipc:///path) every local worker also dials"},
+      {"labels", "", K::text, "", {}, "Comma list of labels for every local worker (task().router().labels())"},
+      {"node-ids", "", K::text, "", {}, "Node ids: one base id (worker i gets base+i) or one per worker. Default 0..N-1"},
+      {"topology", "", K::text, "mesh", {"mesh", "star", "alone"}, "Who dials whom. DI-engine defaults to 'alone', which leaves local workers deaf; ours is 'mesh'"},
+      {"platform", "", K::text, "", {"slurm", "k8s"}, "Read the job layout from a platform's environment"},
+      {"platform-spec", "", K::text, "", {}, "Per-task settings for --platform: JSON text or a .json file"},
+      {"mq-type", "", K::text, "nng", {"nng", "redis"}, "Message transport: 'nng' (our mesh) or 'redis'"},
+      {"redis-host", "", K::text, "", {}, "Redis host for --mq-type redis"},
+      {"redis-port", "", K::integer, "", {}, "Redis port for --mq-type redis"},
+      {"startup-interval", "", K::number, "0", {}, "Seconds between starting local workers (fractions allowed). DI-engine staggers by 1 s; we need no stagger"},
+      {"local_rank", "", K::integer, "0", {}, "Accepted and ignored (torch.distributed.launch compatibility)"},
+      {"auto-recover", "", K::flag, "false", {}, "Restart a worker that fails on its own (same node id), up to --max-retries"},
+      {"max-retries", "", K::integer, "3", {}, "Restarts allowed per worker with --auto-recover"},
+      {"restart-backoff", "", K::number, "1", {}, "Seconds before the first restart; doubles per restart, capped at 30 s"},
+      {"grace-period", "", K::number, "10", {}, "Seconds between SIGTERM and SIGKILL when stopping workers"},
+      {"timeout", "", K::number, "0", {}, "Seconds the whole job may run (0 = no limit); then stop as on SIGTERM and exit 124"},
+      {"world-size", "", K::integer, "", {}, "Workers in the whole job when several launchers form one job (default: this launcher's workers)"},
+      {"log-dir", "", K::text, "", {}, "Also write each worker's output to <dir>/<run id>/attempt_<k>/node_<id>.log"},
+      {"tag-output", "", K::flag, "true", {}, "Prefix each worker output line with --tag-format (--no-tag-output to turn off)"},
+      {"tag-format", "", K::text, "[node {node}]", {}, "Prefix of tagged lines; {node}, {rank}, {local} and {attempt} are replaced"},
+      {"dry-run", "", K::flag, "false", {}, "Print the plan as JSON and start nothing (never opens the package)"},
+      {"config", "", K::text, "", {}, "JSON file whose keys are these option names ('-' or '_')"},
+      {"log-level", "", K::text, "warn", {"error", "warn", "info", "debug", "trace"}, "Launcher and worker log level"},
+  };
+  return specs;
+}
+
+std::string env_name(const std::string& option_name) {
+  std::string out = "DITASK_LAUNCH_";
+  for (char c : option_name) {
+    out += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+namespace {
+
+const OptionSpec* find_spec(const std::string& name) {
+  for (const auto& spec : option_specs()) {
+    if (spec.name == name) {
+      return &spec;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::string> option_names() {
+  std::vector<std::string> names;
+  for (const auto& spec : option_specs()) {
+    names.push_back(spec.name);
+  }
+  return names;
+}
+
+/// A config key in either spelling ("parallel_workers" or "parallel-workers") as an option name.
+std::string canonical_key(std::string key) {
+  if (find_spec(key) != nullptr) {
+    return key;
+  }
+  std::replace(key.begin(), key.end(), '_', '-');
+  return key == "local-rank" ? "local_rank" : key;
+}
+
+std::string config_value_text(const std::string& key, const nlohmann::json& value) {
+  if (value.is_string()) {
+    return value.get<std::string>();
+  }
+  if (value.is_boolean() || value.is_number()) {
+    return value.dump();
+  }
+  if (value.is_array()) {
+    std::vector<std::string> items;
+    for (const auto& item : value) {
+      if (!(item.is_string() || item.is_number())) {
+        throw Error("config key '" + key + "': list items must be strings or numbers");
+      }
+      items.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+    }
+    return join(items, ",");
+  }
+  throw Error("config key '" + key + "' has a value of unsupported type: " + value.dump());
+}
+
+}  // namespace
+
+RawValues load_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw Error("cannot read config file '" + path + "'", "check the path given to --config");
+  }
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("config file '" + path + "' is not valid JSON: " + e.what());
+  }
+  if (!doc.is_object()) {
+    throw Error("config file '" + path + "' must hold a JSON object of option names");
+  }
+  RawValues values;
+  for (const auto& [key, value] : doc.items()) {
+    std::string name = canonical_key(key);
+    if (find_spec(name) == nullptr || name == "config") {
+      auto guess = closest_match(name, option_names());
+      throw Error("unknown key '" + key + "' in config file '" + path + "'",
+                  guess ? "did you mean '" + *guess + "'?" : "keys are the option names of ditask --help");
+    }
+    values[name] = config_value_text(key, value);
+  }
+  return values;
+}
+
+nlohmann::json parse_platform_spec(const std::string& text) {
+  std::string body = text;
+  const bool is_file = text.size() > 5 && text.compare(text.size() - 5, 5, ".json") == 0;
+  if (is_file) {
+    std::ifstream in(text);
+    if (!in) {
+      throw Error("cannot read --platform-spec file '" + text + "'");
+    }
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    body = buffer.str();
+  }
+  nlohmann::json spec;
+  try {
+    spec = nlohmann::json::parse(body);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("--platform-spec is not valid JSON: ") + e.what(),
+                "give JSON text like '{\"tasks\": [...]}' or the path of a .json file");
+  }
+  if (!spec.is_object() || (spec.contains("tasks") && !spec["tasks"].is_array())) {
+    throw Error("--platform-spec must be a JSON object with a 'tasks' array");
+  }
+  return spec;
+}
+
+Options resolve_options(const RawValues& command_line, const std::map<std::string, std::string>& env) {
+  auto from_env = [&](const std::string& name) -> std::optional<std::string> {
+    auto it = env.find(env_name(name));
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  RawValues config;
+  if (auto it = command_line.find("config"); it != command_line.end()) {
+    config = load_config(it->second);
+  } else if (auto path = from_env("config")) {
+    config = load_config(*path);
+  }
+  RawValues chosen;
+  std::map<std::string, Source> origins;
+  for (const auto& spec : option_specs()) {
+    if (auto it = command_line.find(spec.name); it != command_line.end()) {
+      chosen[spec.name] = it->second;
+      origins[spec.name] = Source::command_line;
+    } else if (auto value = from_env(spec.name)) {
+      chosen[spec.name] = *value;
+      origins[spec.name] = Source::environment;
+    } else if (auto c = config.find(spec.name); c != config.end()) {
+      chosen[spec.name] = c->second;
+      origins[spec.name] = Source::config;
+    } else {
+      origins[spec.name] = Source::default_value;
+    }
+  }
+  Options options = detail::build_options(chosen);
+  options.origins = std::move(origins);
+  for (const auto& spec : option_specs()) {
+    auto it = chosen.find(spec.name);
+    options.values[spec.name] = it != chosen.end() ? it->second : spec.default_text;
+  }
+  return options;
+}
+
+}  // namespace ditask::launcher

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+#include "ditask/launcher/plan.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <random>
+
+#include "ditask/error.hpp"
+#include "ditask/runtime/suggest.hpp"
+
+namespace ditask::launcher {
+namespace {
+
+/// DI-engine's padding_param: one value is a base (base+i), n values are used as they are.
+std::int64_t padded(const std::vector<std::int64_t>& given, std::int64_t start, std::size_t i) {
+  if (given.empty()) {
+    return start + static_cast<std::int64_t>(i);
+  }
+  if (given.size() == 1) {
+    return given[0] + static_cast<std::int64_t>(i);
+  }
+  return given[i];
+}
+
+std::string host_of(const std::string& url) {
+  if (url.rfind("tcp://", 0) != 0) {
+    return "127.0.0.1";
+  }
+  std::string rest = url.substr(6);
+  return rest.substr(0, rest.rfind(':'));
+}
+
+std::string ipc_path(const std::string& run_id, std::int64_t node_id) {
+  auto dir = std::filesystem::temp_directory_path() / ("ditask-" + run_id);
+  return "ipc://" + (dir / ("node_" + std::to_string(node_id) + ".sock")).string();
+}
+
+}  // namespace
+
+std::string make_run_id() {
+  auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", &tm);
+  std::random_device random;
+  char tail[16];
+  std::snprintf(tail, sizeof tail, "%06x", random() & 0xffffffu);
+  return std::string(stamp) + "-" + tail;
+}
+
+Plan plan_layout(const Options& options, const std::string& run_id) {
+  Plan plan;
+  plan.run_id = run_id;
+  const auto n = static_cast<std::size_t>(options.parallel_workers);
+  plan.local_world_size = options.parallel_workers;
+  plan.world_size = options.world_size > 0 ? options.world_size : options.parallel_workers;
+  const std::int64_t first_node = padded(options.node_ids, 0, 0);
+  // One launcher owns ranks 0..n-1; in a multi-launcher job (--world-size) ranks follow node ids.
+  const std::int64_t rank_offset = plan.world_size > plan.local_world_size ? first_node : 0;
+  if (rank_offset + plan.local_world_size > plan.world_size) {
+    throw Error("node ids from " + std::to_string(first_node) + " do not fit --world-size " +
+                    std::to_string(plan.world_size),
+                "with --world-size, give each launcher --node-ids starting at its first rank");
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    WorkerPlan w;
+    w.local_id = static_cast<std::int64_t>(i);
+    w.node_id = padded(options.node_ids, 0, i);
+    w.rank = rank_offset + w.local_id;
+    w.labels = options.labels;
+    if (options.protocol == "ipc") {
+      w.listen = ipc_path(run_id, w.node_id);
+    } else {
+      const std::int64_t port = options.ports.empty() ? 0 : padded(options.ports, 0, i);
+      w.listen = "tcp://" + options.address + ":" + std::to_string(port);
+    }
+    plan.workers.push_back(std::move(w));
+  }
+  if (rank_offset == 0) {
+    plan.master_addr = options.protocol == "ipc" ? "127.0.0.1" : options.address;
+  } else {
+    plan.master_addr = options.attach_to.empty() ? options.address : host_of(options.attach_to.front());
+  }
+  return plan;
+}
+
+void plan_wiring(Plan& plan, const Options& options) {
+  const std::string plan_json = nlohmann::json{{"version", 1},
+                                               {"run_id", plan.run_id},
+                                               {"platform", plan.platform},
+                                               {"protocol", options.protocol},
+                                               {"grace_period_s", options.grace_period}}
+                                    .dump();
+  for (std::size_t i = 0; i < plan.workers.size(); ++i) {
+    WorkerPlan& w = plan.workers[i];
+    w.attach_to.clear();
+    if (options.topology == "mesh") {
+      for (std::size_t j = 0; j < i; ++j) {
+        w.attach_to.push_back(plan.workers[j].listen);
+      }
+    } else if (options.topology == "star" && i > 0) {
+      w.attach_to.push_back(plan.workers[0].listen);
+    }
+    w.attach_to.insert(w.attach_to.end(), options.attach_to.begin(), options.attach_to.end());
+    w.env = {
+        {"DITASK_NODE_ID", std::to_string(w.node_id)},
+        {"DITASK_LOCAL_ID", std::to_string(w.local_id)},
+        {"DITASK_PARALLEL_WORKERS", std::to_string(plan.local_world_size)},
+        {"DITASK_WORLD_SIZE", std::to_string(plan.world_size)},
+        {"DITASK_LISTEN", w.listen},
+        {"DITASK_ATTACH_TO", join(w.attach_to, ",")},
+        {"DITASK_TOPOLOGY", options.topology},
+        {"DITASK_LABELS", join(w.labels, ",")},
+        {"DITASK_RUN_ID", plan.run_id},
+        {"DITASK_PLAN", plan_json},
+        {"DITASK_PACKAGE", options.package},
+        {"DITASK_MAIN", options.main},
+        {"DITASK_LOG_LEVEL", options.log_level},
+        {"RANK", std::to_string(w.rank)},
+        {"LOCAL_RANK", std::to_string(w.local_id)},
+        {"WORLD_SIZE", std::to_string(plan.world_size)},
+        {"LOCAL_WORLD_SIZE", std::to_string(plan.local_world_size)},
+        {"MASTER_ADDR", plan.master_addr},
+    };
+    if (plan.master_port != 0) {
+      w.env["MASTER_PORT"] = std::to_string(plan.master_port);
+    }
+  }
+}
+
+std::map<std::string, std::string> worker_environment(
+    const std::map<std::string, std::string>& inherited, const std::map<std::string, std::string>& contract) {
+  std::map<std::string, std::string> env;
+  for (const auto& [key, value] : inherited) {
+    if (key.rfind("DITASK_", 0) != 0) {
+      env.emplace(key, value);
+    }
+  }
+  for (const auto& [key, value] : contract) {
+    env[key] = value;
+  }
+  return env;
+}
+
+nlohmann::json plan_to_json(const Plan& plan, const Options& options) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (const auto& w : plan.workers) {
+    workers.push_back({{"node_id", w.node_id},
+                       {"local_id", w.local_id},
+                       {"rank", w.rank},
+                       {"listen", w.listen},
+                       {"attach_to", w.attach_to},
+                       {"labels", w.labels},
+                       {"env", w.env}});
+  }
+  nlohmann::json sources = nlohmann::json::object();
+  for (const auto& [name, source] : options.origins) {
+    auto it = options.values.find(name);
+    sources[name] = {{"source", to_string(source)},
+                     {"value", it == options.values.end() ? nlohmann::json(nullptr) : nlohmann::json(it->second)}};
+  }
+  return {{"run_id", plan.run_id},
+          {"platform", plan.platform},
+          {"package", options.package},
+          {"main", options.main},
+          {"args", options.module_args},
+          {"topology", options.topology},
+          {"protocol", options.protocol},
+          {"world_size", plan.world_size},
+          {"local_world_size", plan.local_world_size},
+          {"master_addr", plan.master_addr},
+          {"listen_note", options.ports.empty() && options.protocol == "tcp"
+                              ? "port 0 stands for a free port the launcher binds at launch"
+                              : "addresses are fixed"},
+          {"workers", workers},
+          {"options", sources}};
+}
+
+}  // namespace ditask::launcher
