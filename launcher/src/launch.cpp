@@ -55,7 +55,8 @@ void probe_package(const std::string& exe, const Options& options) {
   }
 }
 
-int launch(const Options& options, const WorkerCommand& command) {
+int launch(const Options& options, const WorkerCommand& command,
+           const std::map<std::string, std::string>& extra_contract) {
   log::set_tag("launcher");
   Plan plan = plan_layout(options, make_run_id());
   if (options.protocol == "tcp" && !is_loopback(options.address)) {
@@ -65,6 +66,9 @@ int launch(const Options& options, const WorkerCommand& command) {
   }
   ListenSockets sockets = ListenSockets::bind_all(plan);
   plan_wiring(plan, options);
+  for (auto& worker : plan.workers) {
+    worker.env.insert(extra_contract.begin(), extra_contract.end());
+  }
   return supervise(options, plan, sockets, command, current_environment());
 }
 

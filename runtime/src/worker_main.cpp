@@ -132,7 +132,7 @@ std::string one_line(std::string text) {
   return text;
 }
 
-int call_entry(EntryFn entry, const std::string& name) {
+int call_entry(const std::function<void()>& entry, const std::string& name) {
   std::string failure;
   try {
     entry();
@@ -150,11 +150,11 @@ int call_entry(EntryFn entry, const std::string& name) {
 
 }  // namespace
 
-int worker_main(int argc, char** argv) {
+int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
   block_user_signals();  // before any thread exists, so every thread inherits the mask
-  detail::set_args(args_after_dashes(argc, argv));
+  detail::set_args(std::move(args));
   WorkerEnv env;
-  EntryFn entry = nullptr;
+  std::function<void()> entry;
   try {
     env = parse_worker_env(contract_variables());
     log::set_tag("node " + std::to_string(env.node_id));
@@ -163,7 +163,7 @@ int worker_main(int argc, char** argv) {
     }
     task().router().activate(
         Router::Identity{env.node_id, env.local_id, env.parallel_workers, env.labels});
-    entry = load_entry(env.package, env.main);
+    entry = resolve(env);
   } catch (const std::exception& e) {
     print_error(e);
     return 2;
@@ -180,6 +180,12 @@ int worker_main(int argc, char** argv) {
   }
   flush_output();
   return code;
+}
+
+int worker_main(int argc, char** argv) {
+  return run_worker(args_after_dashes(argc, argv), [](const WorkerEnv& env) {
+    return std::function<void()>(load_entry(env.package, env.main));
+  });
 }
 
 int probe_main(const std::string& package, const std::string& entry) {

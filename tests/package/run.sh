@@ -92,5 +92,23 @@ echo "$output"
 ((rc == 0)) || fail "package_user exited with $rc"
 grep -q "^package_user: ok" <<<"$output" || fail "package_user did not print 'package_user: ok'"
 
+runner="$(find "$project_build" -type f -name runner_user -perm -u+x -print -quit)"
+[[ -n "$runner" ]] || fail "the runner_user executable was not built"
+echo "-- running $runner ok"
+rc=0
+output="$("$runner" ok 2>&1)" || rc=$?
+echo "$output"
+((rc == 0)) || fail "runner_user ok exited with $rc"
+for node in 0 1 2; do
+  grep -q "^\[node $node\] runner_user: node $node of 3 active=1 learner=1 args=1$" <<<"$output" ||
+    fail "runner_user ok: no line from node $node"
+done
+echo "-- running $runner fail"
+rc=0
+output="$("$runner" fail 2>&1)" || rc=$?
+echo "$output"
+((rc == 1)) || fail "runner_user fail exited with $rc, expected 1"
+grep -q "runner_user: node 1 gives up" <<<"$output" || fail "runner_user fail: the failure text is missing"
+
 rm -rf "$work_dir"
 echo "package test passed"

@@ -25,7 +25,8 @@ enum class ExitCode : int { success = 0, usage = 2, internal = 3, timeout = 124 
 /// prints the summary and returns the exit code (0, the first failed worker's code or
 /// 128+signal, 124 on --timeout, 128+N when the launcher was stopped by signal N).
 /// Errors: ditask::Error (exit 2) for problems found before any worker starts.
-int launch(const Options& options, const WorkerCommand& command);
+int launch(const Options& options, const WorkerCommand& command,
+           const std::map<std::string, std::string>& extra_contract = {});
 
 /// The plan --dry-run prints: computed without binding anything or opening the package (a
 /// free port shows as port 0).

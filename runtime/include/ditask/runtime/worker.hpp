@@ -4,6 +4,7 @@
 /// Worker mode and module loading, for the launcher and apps/ditask (modules never need this).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -68,6 +69,17 @@ DITASK_API EntryFn load_entry(const std::string& path, const std::string& entry)
 /// Returns the process exit code: 0 when the entry returned, 1 when it threw (one line
 /// `ditask: error: entry '<main>' failed: <what>` on stderr), 2 for a bad environment or module.
 DITASK_API int worker_main(int argc, char** argv);
+
+/// Finds the function a worker runs, once the contract has been read. Errors: ditask::Error.
+using EntryResolver = std::function<std::function<void()>(const WorkerEnv&)>;
+
+/// Worker mode around any function (worker_main loads a module's entry; Parallel::runner runs
+/// the program's own main_fn): reads the contract, activates the router, turns SIGUSR1/SIGUSR2
+/// into local events, calls the function, stops the task if it was left running. `args` become
+/// ditask::args(). Call from the main thread before any other thread exists. Returns 0, 1 when
+/// the function threw (one `ditask: error: entry '<main>' failed: <what>` line), 2 when the
+/// contract or `resolve` failed.
+DITASK_API int run_worker(std::vector<std::string> args, const EntryResolver& resolve);
 
 /// `ditask --probe <package> <entry>`: loads the module and looks up the entry without calling
 /// it. Returns 0, or prints `ditask: error: ...` (+ hint) and returns 2.
