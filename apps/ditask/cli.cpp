@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <iostream>
 #include <map>
@@ -51,13 +52,13 @@ std::string unknown_flag_hint(const std::vector<std::string>& given) {
 
 CommandLine parse_command_line(int argc, char** argv) {
   CommandLine result;
-  std::vector<std::string> args;
+  int launcher_argc = argc;  // arguments before `--` are ours, the rest the module's
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--") {
       result.module_args.assign(argv + i + 1, argv + argc);
+      launcher_argc = i;
       break;
     }
-    args.emplace_back(argv[i]);
   }
 
   CLI::App app("ditask " DITASK_VERSION ": start, supervise and connect N workers of a module.",
@@ -87,8 +88,7 @@ CommandLine parse_command_line(int argc, char** argv) {
     }
   }
   try {
-    std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
-    app.parse(args);
+    app.parse(launcher_argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::cout << app.help();
     result.exit_now = true;
@@ -97,8 +97,17 @@ CommandLine parse_command_line(int argc, char** argv) {
     std::cout << app.version() << "\n";
     result.exit_now = true;
     return result;
-  } catch (const CLI::ExtrasError& e) {
-    throw Error(lower_first(e.what()), unknown_flag_hint(app.remaining()));
+  } catch (const CLI::ExtrasError&) {
+    // CLI11 2.1 lists extras last-first; quote them as typed.
+    auto extras = app.remaining();
+    std::vector<std::string> typed(argv + 1, argv + launcher_argc);
+    std::stable_sort(extras.begin(), extras.end(), [&typed](const auto& a, const auto& b) {
+      return std::find(typed.begin(), typed.end(), a) < std::find(typed.begin(), typed.end(), b);
+    });
+    throw Error(std::string(extras.size() == 1 ? "the following argument was not expected: "
+                                               : "the following arguments were not expected: ") +
+                    join(extras, " "),
+                unknown_flag_hint(extras));
   } catch (const CLI::ParseError& e) {
     throw Error(lower_first(e.what()), "see ditask --help");
   }

@@ -13,8 +13,12 @@ namespace ditask::launcher {
 
 SignalResult signal_group(pid_t pgid, int sig) noexcept {
   if (pgid <= 1 || pgid == ::getpgrp()) {
-    DITASK_LOG(error, "launcher") << "refusing to send " << signal_name(sig) << " to process group "
-                                  << pgid << " (not a worker group)";
+    try {
+      DITASK_LOG(error, "launcher") << "refusing to send " << signal_name(sig)
+                                    << " to process group " << pgid << " (not a worker group)";
+    } catch (...) {
+      // Refusing matters more than saying so.
+    }
     return SignalResult::refused;
   }
   if (::kill(-pgid, sig) == 0) {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "ditask/error.hpp"
 #include "ditask/launcher/plan.hpp"
@@ -63,6 +64,14 @@ int launch(const Options& options, const WorkerCommand& command,
     DITASK_LOG(warn, "launcher") << "workers listen on " << options.address
                                  << ", not a loopback address, and the mesh has no token yet: "
                                     "anyone who can reach that address can talk to the job";
+  }
+  if (!options.log_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(options.log_dir) / plan.run_id, ec);
+    if (ec) {
+      throw Error("cannot create the log folder in '" + options.log_dir + "': " + ec.message(),
+                  "check that --log-dir is writable");
+    }
   }
   ListenSockets sockets = ListenSockets::bind_all(plan);
   plan_wiring(plan, options);

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <set>
+#include <sstream>
 
 #include "ditask/error.hpp"
 #include "ditask/runtime/suggest.hpp"
@@ -71,9 +72,9 @@ std::vector<std::int64_t> to_integer_list(const std::string& name, const std::st
 
 void check_at_least(const std::string& name, double value, double minimum, const std::string& raw) {
   if (value < minimum) {
-    throw Error(flag(name) + " must be at least " + raw + ", got " +
-                (std::floor(value) == value ? std::to_string(static_cast<long long>(value))
-                                            : std::to_string(value)));
+    std::ostringstream shown;
+    shown << value;
+    throw Error(flag(name) + " must be at least " + raw + ", got " + shown.str());
   }
 }
 
@@ -166,6 +167,12 @@ Options build_options(const RawValues& values) {
       }
     }
     const auto n = static_cast<std::size_t>(o.parallel_workers);
+    if (o.ports.size() == 1 && o.ports[0] + o.parallel_workers - 1 > 65535) {
+      throw Error("--ports base " + std::to_string(o.ports[0]) + " leaves no room for " +
+                      std::to_string(n) + " workers (the last would get port " +
+                      std::to_string(o.ports[0] + o.parallel_workers - 1) + ")",
+                  "choose a base port of at most " + std::to_string(65536 - o.parallel_workers));
+    }
     if (o.ports.size() > 1 && o.ports.size() != n) {
       throw Error("--ports has " + std::to_string(o.ports.size()) + " ports for " + std::to_string(n) +
                       " workers",

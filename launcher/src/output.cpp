@@ -14,6 +14,12 @@ std::vector<std::string> LineSplitter::feed(std::string_view bytes) {
   std::vector<std::string> lines;
   while (!bytes.empty()) {
     auto newline = bytes.find('\n');
+    if (newline == 0 && pending_.empty() && just_cut_) {
+      bytes.remove_prefix(1);  // the newline of a line already cut at exactly kMaxLine
+      just_cut_ = false;
+      continue;
+    }
+    just_cut_ = false;
     if (newline == std::string_view::npos) {
       pending_.append(bytes);
       bytes = {};
@@ -26,6 +32,7 @@ std::vector<std::string> LineSplitter::feed(std::string_view bytes) {
     while (pending_.size() >= kMaxLine) {
       lines.push_back(pending_.substr(0, kMaxLine));
       pending_.erase(0, kMaxLine);
+      just_cut_ = pending_.empty();
     }
   }
   return lines;

@@ -23,6 +23,7 @@ class LineSplitter {
 
  private:
   std::string pending_;
+  bool just_cut_ = false;  // the last byte fed completed a cut of exactly kMaxLine
 };
 
 /// Where one worker's output goes: the launcher's stdout/stderr (tagged, one write per line,

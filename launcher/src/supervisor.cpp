@@ -184,7 +184,13 @@ void Supervisor::spawn(Worker& w) {
   std::string tag = options_.tag_output ? format_tag(options_.tag_format, w.plan->node_id, w.plan->rank,
                                                      w.plan->local_id, w.attempt)
                                         : std::string();
-  w.output = std::make_unique<WorkerOutput>(std::move(tag), log_path);
+  try {
+    w.output = std::make_unique<WorkerOutput>(tag, log_path);
+  } catch (const std::exception& e) {
+    // Workers already run: a log file problem is reported, never a reason to exit 2 now.
+    w.output = std::make_unique<WorkerOutput>(tag, "");
+    w.output->line(STDERR_FILENO, std::string("ditask: warning: ") + e.what());
+  }
   // Buffered stdio of ours would be copied into the child and written twice.
   std::cout.flush();
   std::fflush(nullptr);

@@ -2,15 +2,18 @@
 // Workers that fail in every way the launcher must report: signals, exit codes, exceptions,
 // hangs, floods of output, last words on stderr, failures on one node or one attempt.
 // Numbers come from the module arguments: `ditask --package faults --main exit_code -- 3`.
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 #include <ditask/ditask.hpp>
 
@@ -107,3 +110,42 @@ DITASK_MAIN(usr1_event) {
 
 // Returns at once (the launch benchmark's module).
 DITASK_MAIN(noop) {}
+
+// Dies by SIGSEGV on node args()[0] (default 1); the other nodes wait until they are stopped.
+DITASK_MAIN(segv_on_node) {
+  if (node_id() == first_arg(1)) {
+    die_by(SIGSEGV);
+  }
+  block_forever();
+}
+
+// Prints "ready pid=<pid>" once running, then waits until it is stopped (tests collect the pids).
+DITASK_MAIN(hang_ready) {
+  std::cout << "ready pid=" << ::getpid() << std::endl;
+  block_forever();
+}
+
+namespace {
+
+// Writes "ignored SIGINT" / "ignored SIGTERM" (async-signal-safe) and carries on.
+extern "C" void note_ignored(int sig) {
+  const char* text = sig == SIGINT ? "ignored SIGINT\n" : "ignored SIGTERM\n";
+  const auto saved = errno;
+  [[maybe_unused]] auto written = ::write(STDOUT_FILENO, text, std::strlen(text));
+  errno = saved;
+}
+
+}  // namespace
+
+// Ignores SIGINT and SIGTERM (printing "ignored SIGINT"/"ignored SIGTERM" for each), prints
+// "ready pid=<pid>" and waits: only SIGKILL stops it (the second-Ctrl-C escalation test).
+DITASK_MAIN(ignore_int_ready) {
+  struct sigaction action {};
+  action.sa_handler = note_ignored;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  std::cout << "ready pid=" << ::getpid() << std::endl;
+  block_forever();
+}

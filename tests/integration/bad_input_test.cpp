@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+// Bad input: each usage or config error exits 2 with `ditask: error:` (and a hint where one
+// helps) before any worker starts.
+#include <filesystem>
+#include <netinet/in.h>
+#include <string>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "run_ditask.hpp"
+
+using namespace std::chrono_literals;
+using namespace ditask::test;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+/// Runs ditask with `args`; it must fail with exit code 2, print `error` (and `hint` unless
+/// empty) in the `ditask: error:` format, and start no worker.
+RunResult expect_usage_error(const std::vector<std::string>& args, const std::string& error,
+                             const std::string& hint = {}, const Env& env = {}) {
+  auto r = run_ditask(args, 20s, env);
+  INFO(describe(r));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ditask: error: "));
+  CHECK_THAT(r.err, Contains("ditask: error: " + error));
+  if (!hint.empty()) {
+    CHECK_THAT(r.err, Contains("ditask: hint: " + hint));
+  }
+  // No worker ran: workers' lines would be tagged "[node N]" on stdout or stderr.
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, !Contains("[node "));
+  return r;
+}
+
+std::string greeting() { return module_path("greeting"); }
+
+/// A TCP socket listening on 127.0.0.1 at a free port, as another program would hold it.
+struct Squatter {
+  Squatter() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(fd, 1) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port = ntohs(addr.sin_port);
+  }
+  ~Squatter() { ::close(fd); }
+  Squatter(const Squatter&) = delete;
+  Squatter& operator=(const Squatter&) = delete;
+  int fd = -1;
+  int port = 0;
+};
+
+}  // namespace
+
+// --- the package ---------------------------------------------------------------------------
+
+TEST_CASE("bad input: missing --package", "[integration][bad-input]") {
+  expect_usage_error({"--parallel-workers", "2"}, "missing --package", "run: ditask --package");
+}
+
+TEST_CASE("bad input: a package path that does not exist", "[integration][bad-input]") {
+  expect_usage_error({"--package", "/nonexistent/libx.so"},
+                     "cannot find package '/nonexistent/libx.so'", "no such file: check the path");
+}
+
+TEST_CASE("bad input: a bare package name found nowhere", "[integration][bad-input]") {
+  auto r = run_ditask({"--package", "no_such_module_xyz"}, 20s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ditask: error: cannot find package 'no_such_module_xyz'"));
+  CHECK_THAT(r.err, Contains("ditask: hint: looked for"));
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("bad input: an unreadable package", "[integration][bad-input]") {
+  if (::geteuid() == 0) {
+    WARN("skipped: running as root, where chmod 000 does not stop reading the file");
+    return;
+  }
+  TempDir dir;
+  const std::string copy = dir.file("libgreeting.so");
+  std::filesystem::copy_file(greeting(), copy);
+  REQUIRE(::chmod(copy.c_str(), 0) == 0);
+  expect_usage_error({"--package", copy}, "cannot read '" + copy + "': Permission denied",
+                     "check the file's permissions");
+}
+
+TEST_CASE("bad input: a text file as the package", "[integration][bad-input]") {
+  TempDir dir;
+  const std::string text = dir.write("libnotes.so", "just some notes\n");
+  expect_usage_error({"--package", text}, "'" + text + "' is not a shared library",
+                     "a module is a shared library built with ditask_add_module()");
+}
+
+TEST_CASE("bad input: a folder as the package", "[integration][bad-input]") {
+  TempDir dir;
+  expect_usage_error({"--package", dir.path()}, "'" + dir.path() + "' is not a shared library",
+                     "it is a directory");
+}
+
+TEST_CASE("bad input: a missing entry with a close match: did you mean",
+          "[integration][bad-input]") {
+  const std::string faults = module_path("faults");
+  expect_usage_error({"--package", faults, "--main", "sgev"},
+                     "cannot find entry 'sgev' in '" + faults + "'", "did you mean 'segv'?");
+}
+
+TEST_CASE("bad input: a missing entry with no close match lists the exported entries",
+          "[integration][bad-input]") {
+  const std::string faults = module_path("faults");
+  auto r = expect_usage_error({"--package", faults, "--main", "completely_unknown"},
+                              "cannot find entry 'completely_unknown' in '" + faults + "'",
+                              "it exports: ");
+  CHECK_THAT(r.err,
+             Contains("segv") && Contains("noop") && Contains("throw_error") && Contains("hang"));
+}
+
+TEST_CASE("bad input: a module built for another ABI", "[integration][bad-input]") {
+  const std::string path = module_path("abi_mismatch");
+  expect_usage_error({"--package", path},
+                     "'" + path + "' was built for ditask ABI 999, this runtime speaks ",
+                     "rebuild the module against this ditask's headers");
+}
+
+TEST_CASE("bad input: a module whose dependency is missing shows the dlopen error",
+          "[integration][bad-input]") {
+  const std::string path = module_path("missing_dep");
+  expect_usage_error(
+      {"--package", path},
+      "cannot load '" + path +
+          "': libditask_missing_dep.so: cannot open shared object file: No such file or directory",
+      "check the libraries it needs with 'ldd " + path + "'");
+}
+
+// --- option values ---------------------------------------------------------------------------
+
+TEST_CASE("bad input: --parallel-workers 0 or negative", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--parallel-workers", "0"},
+                     "--parallel-workers must be at least 1, got 0");
+  expect_usage_error({"--package", greeting(), "--parallel-workers", "-2"},
+                     "--parallel-workers must be at least 1, got -2");
+  expect_usage_error({"--package", greeting(), "--parallel-workers", "two"},
+                     "--parallel-workers expects an integer, got 'two'");
+}
+
+TEST_CASE("bad input: --ports count does not match the workers", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--parallel-workers", "3", "--ports", "7000,7001"},
+                     "--ports has 2 ports for 3 workers",
+                     "give one base port (worker i gets base+i) or exactly one port per worker");
+}
+
+TEST_CASE("bad input: duplicate --node-ids", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--parallel-workers", "2", "--node-ids", "1,1"},
+                     "--node-ids lists node id 1 twice", "node ids must be unique");
+}
+
+TEST_CASE("bad input: unknown --topology lists the choices", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--topology", "ring"}, "unknown --topology 'ring'",
+                     "valid choices: mesh, star, alone");
+}
+
+TEST_CASE("bad input: unknown --protocol lists the choices", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--protocol", "quic"}, "unknown --protocol 'quic'",
+                     "valid choices: tcp, ipc");
+  expect_usage_error({"--package", greeting(), "--protocol", "udp"}, "unknown --protocol 'udp'",
+                     "did you mean 'tcp'? valid choices: tcp, ipc");
+}
+
+TEST_CASE("bad input: unknown --platform lists the choices", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--platform", "foo"}, "unknown --platform 'foo'",
+                     "valid choices: slurm, k8s");
+}
+
+TEST_CASE("bad input: --platform slurm is not supported yet", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--platform", "slurm"},
+                     "--platform slurm is not supported yet", "run without --platform");
+}
+
+TEST_CASE("bad input: unknown --mq-type lists the choices", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--mq-type", "zmq"}, "unknown --mq-type 'zmq'",
+                     "valid choices: nng, redis");
+}
+
+TEST_CASE("bad input: --mq-type redis is not supported yet", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--mq-type", "redis"},
+                     "--mq-type redis is not supported yet", "use the default --mq-type nng");
+}
+
+TEST_CASE("bad input: malformed --platform-spec", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--platform-spec", "{bad"},
+                     "--platform-spec is not valid JSON: ", "give JSON text like");
+  TempDir dir;
+  const std::string spec = dir.write("spec.json", "{\"tasks\": [");
+  expect_usage_error({"--package", greeting(), "--platform-spec", spec},
+                     "--platform-spec is not valid JSON: ");
+}
+
+TEST_CASE("bad input: other bad values", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--attach-to", "10.0.0.1:5000"},
+                     "--attach-to address '10.0.0.1:5000' is not tcp://host:port or ipc:///path");
+  expect_usage_error({"--package", greeting(), "--grace-period", "-1"},
+                     "--grace-period must be at least 0, got -1");
+  expect_usage_error({"--package", greeting(), "--parallel-workers", "4", "--world-size", "2"},
+                     "--world-size 2 is smaller than --parallel-workers 4");
+}
+
+TEST_CASE("bad input: a bad value from a DITASK_LAUNCH_ variable", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting()}, "--parallel-workers must be at least 1, got 0", "",
+                     {{"DITASK_LAUNCH_PARALLEL_WORKERS", "0"}});
+}
+
+// --- config files ----------------------------------------------------------------------------
+
+TEST_CASE("bad input: a malformed --config file", "[integration][bad-input]") {
+  TempDir dir;
+  const std::string config = dir.write("job.json", "{\"package\": \"greeting\",\n");
+  expect_usage_error({"--config", config}, "config file '" + config + "' is not valid JSON: ");
+}
+
+TEST_CASE("bad input: a --config file that does not exist", "[integration][bad-input]") {
+  TempDir dir;
+  const std::string config = dir.file("missing.json");
+  expect_usage_error({"--config", config}, "cannot read config file '" + config + "'",
+                     "check the path given to --config");
+}
+
+TEST_CASE("bad input: an unknown key in a --config file", "[integration][bad-input]") {
+  TempDir dir;
+  const std::string config =
+      dir.write("job.json", R"({"package": "greeting", "parallel_worker": 2})");
+  expect_usage_error({"--config", config},
+                     "unknown key 'parallel_worker' in config file '" + config + "'",
+                     "did you mean 'parallel-workers'?");
+}
+
+// --- the command line ------------------------------------------------------------------------
+
+TEST_CASE("bad input: an unknown flag goes through the ditask: error format with a guess",
+          "[integration][bad-input]") {
+  auto r = expect_usage_error(
+      {"--package", greeting(), "--parallel-worker", "2"},
+      "the following arguments were not expected: ", "did you mean '--parallel-workers'?");
+  CHECK_THAT(r.err, Contains("--parallel-worker"));
+}
+
+TEST_CASE("bad input: an unknown flag is quoted as typed", "[integration][bad-input]") {
+  // CLI11 parses a reversed argument vector; its message must still show the arguments in order.
+  expect_usage_error({"--package", greeting(), "--parallel-worker", "2"},
+                     "the following arguments were not expected: --parallel-worker 2");
+}
+
+TEST_CASE("bad input: a missing option value", "[integration][bad-input]") {
+  expect_usage_error({"--package"}, "", "see ditask --help");
+}
+
+TEST_CASE("bad input: a port already in use is reported before any worker starts",
+          "[integration][bad-input]") {
+  Squatter squatter;
+  const std::string port = std::to_string(squatter.port);
+  expect_usage_error({"--package", greeting(), "--ports", port},
+                     "cannot listen on tcp://127.0.0.1:" + port + ": Address already in use",
+                     "another process uses this port: pick other --ports, or leave --ports out");
+  // One port per worker, the taken one second: the first must not start either.
+  auto r = expect_usage_error({"--package", greeting(), "--parallel-workers", "2", "--ports",
+                               std::to_string(squatter.port - 1) + "," + port},
+                              "cannot listen on tcp://127.0.0.1:");
+  CHECK_THAT(r.err, Contains(": Address already in use"));
+}
+
+// --- help and version ------------------------------------------------------------------------
+
+TEST_CASE("bad input: --help and --version exit 0", "[integration][bad-input]") {
+  auto help = run_ditask({"--help"}, 20s);
+  INFO(describe(help));
+  CHECK(help.exit_code == 0);
+  CHECK(help.err.empty());
+  CHECK_THAT(help.out,
+             Contains("--parallel-workers") && Contains("--package") && Contains("Exit codes"));
+
+  auto version = run_ditask({"--version"}, 20s);
+  INFO(describe(version));
+  CHECK(version.exit_code == 0);
+  CHECK(version.err.empty());
+  CHECK_THAT(version.out, StartsWith("ditask, version "));
+
+  auto short_version = run_ditask({"-v"}, 20s);
+  CHECK(short_version.exit_code == 0);
+  CHECK(short_version.out == version.out);
+}

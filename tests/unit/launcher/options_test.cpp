@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: MIT
+// Option resolution: precedence (command line > DITASK_LAUNCH_* > --config > defaults), value
+// origins, and every usage error with its exact text.
+#include "ditask/launcher/options.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "ditask/error.hpp"
+#include "ditask/launcher/plan.hpp"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using Catch::Matchers::Equals;
+using Catch::Matchers::StartsWith;
+using ditask::launcher::load_config;
+using ditask::launcher::Options;
+using ditask::launcher::RawValues;
+using ditask::launcher::resolve_options;
+using ditask::launcher::Source;
+
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+/// A fresh directory, removed with everything in it at scope exit.
+struct TempDir {
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path = fs::temp_directory_path() /
+           ("ditask_options_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name, const std::string& content) const {
+    const auto p = path / name;
+    std::ofstream(p, std::ios::binary) << content;
+    return p.string();
+  }
+  fs::path path;
+};
+
+/// The command line `values` plus a package, resolved with no environment.
+Options resolve(RawValues values, const Env& env = {}) {
+  values.emplace("package", "./libfoo.so");
+  return resolve_options(values, env);
+}
+
+/// The ditask::Error that `fn` throws (the test fails when it throws none or another type).
+template <class F>
+ditask::Error error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const ditask::Error& e) {
+    return e;
+  }
+  FAIL("expected a ditask::Error");
+  return ditask::Error("unreachable");
+}
+
+/// The error resolving the command line `values` (plus a package) throws.
+ditask::Error resolve_error(const RawValues& values) {
+  return error_of([&] { resolve(values); });
+}
+
+}  // namespace
+
+TEST_CASE("launcher option defaults", "[launcher][options]") {
+  const Options o = resolve({});
+  CHECK(o.package == "./libfoo.so");
+  CHECK(o.main == "main");
+  CHECK(o.parallel_workers == 1);
+  CHECK(o.topology == "mesh");
+  CHECK(o.address == "127.0.0.1");
+  CHECK(o.protocol == "tcp");
+  CHECK(o.mq_type == "nng");
+  CHECK(o.platform.empty());
+  CHECK(o.startup_interval == 0.0);
+  CHECK(o.max_retries == 3);
+  CHECK_FALSE(o.auto_recover);
+  CHECK(o.grace_period == 10.0);
+  CHECK(o.timeout == 0.0);
+  CHECK(o.world_size == 0);
+  CHECK(o.ports.empty());
+  CHECK(o.node_ids.empty());
+  CHECK(o.attach_to.empty());
+  CHECK(o.tag_output);
+  CHECK(o.tag_format == "[node {node}]");
+  CHECK_FALSE(o.dry_run);
+  CHECK(o.log_level == "warn");
+
+  CHECK(o.origins.at("package") == Source::command_line);
+  CHECK(o.origins.at("topology") == Source::default_value);
+  CHECK(o.values.at("topology") == "mesh");
+  CHECK(o.values.at("address") == "127.0.0.1");
+  CHECK(o.values.at("max-retries") == "3");
+  // Every option has an origin and a value text, for --dry-run.
+  for (const auto& spec : ditask::launcher::option_specs()) {
+    CHECK(o.origins.count(spec.name) == 1);
+    CHECK(o.values.count(spec.name) == 1);
+  }
+}
+
+TEST_CASE("launcher option environment variable names", "[launcher][options]") {
+  using ditask::launcher::env_name;
+  CHECK(env_name("parallel-workers") == "DITASK_LAUNCH_PARALLEL_WORKERS");
+  CHECK(env_name("package") == "DITASK_LAUNCH_PACKAGE");
+  CHECK(env_name("local_rank") == "DITASK_LAUNCH_LOCAL_RANK");
+  // No launcher variable may be read by workers as part of their contract.
+  for (const char* contract :
+       {"DITASK_NODE_ID", "DITASK_LOCAL_ID", "DITASK_PARALLEL_WORKERS", "DITASK_WORLD_SIZE",
+        "DITASK_LISTEN", "DITASK_ATTACH_TO", "DITASK_TOPOLOGY", "DITASK_LABELS", "DITASK_RUN_ID",
+        "DITASK_ATTEMPT", "DITASK_PLAN", "DITASK_PACKAGE", "DITASK_MAIN", "DITASK_LOG_LEVEL"}) {
+    for (const auto& spec : ditask::launcher::option_specs()) {
+      CHECK(env_name(spec.name) != contract);
+    }
+  }
+}
+
+TEST_CASE("launcher options precedence: command line > environment > config > default",
+          "[launcher][options]") {
+  TempDir dir;
+  const std::string config = dir.file("job.json", R"({
+    "package": "from_config",
+    "parallel-workers": 2,
+    "topology": "star",
+    "labels": ["a", "b"],
+    "max_retries": 7
+  })");
+  const Env env = {{"DITASK_LAUNCH_PARALLEL_WORKERS", "3"},
+                   {"DITASK_LAUNCH_TOPOLOGY", "alone"},
+                   {"DITASK_NODE_ID", "9"}};  // a worker variable, not an option
+  const Options o = resolve_options({{"config", config}, {"topology", "mesh"}}, env);
+
+  CHECK(o.topology == "mesh");
+  CHECK(o.origins.at("topology") == Source::command_line);
+  CHECK(o.parallel_workers == 3);
+  CHECK(o.origins.at("parallel-workers") == Source::environment);
+  CHECK(o.values.at("parallel-workers") == "3");
+  CHECK(o.package == "from_config");
+  CHECK(o.origins.at("package") == Source::config);
+  CHECK(o.labels == std::vector<std::string>{"a", "b"});
+  CHECK(o.values.at("labels") == "a,b");
+  CHECK(o.max_retries == 7);
+  CHECK(o.origins.at("max-retries") == Source::config);
+  CHECK(o.origins.at("config") == Source::command_line);
+  CHECK(o.origins.at("address") == Source::default_value);
+  CHECK(o.node_ids.empty());
+
+  CHECK(std::string(ditask::launcher::to_string(Source::command_line)) == "command line");
+  CHECK(std::string(ditask::launcher::to_string(Source::environment)) == "environment");
+  CHECK(std::string(ditask::launcher::to_string(Source::config)) == "config file");
+  CHECK(std::string(ditask::launcher::to_string(Source::default_value)) == "default");
+}
+
+TEST_CASE("the config file can come from DITASK_LAUNCH_CONFIG", "[launcher][options]") {
+  TempDir dir;
+  const std::string config =
+      dir.file("job.json", R"({"package": "greeting", "parallel_workers": 5})");
+  const Options o = resolve_options({}, {{"DITASK_LAUNCH_CONFIG", config}});
+  CHECK(o.package == "greeting");
+  CHECK(o.parallel_workers == 5);
+  CHECK(o.origins.at("config") == Source::environment);
+  CHECK(o.origins.at("parallel-workers") == Source::config);
+}
+
+TEST_CASE("load_config accepts both spellings and JSON value types", "[launcher][options]") {
+  TempDir dir;
+  SECTION("dash and underscore") {
+    CHECK(load_config(dir.file("a.json", R"({"parallel-workers": 4})")).at("parallel-workers") ==
+          "4");
+    CHECK(load_config(dir.file("b.json", R"({"parallel_workers": 4})")).at("parallel-workers") ==
+          "4");
+    CHECK(load_config(dir.file("c.json", R"({"local_rank": 0})")).at("local_rank") == "0");
+    CHECK(load_config(dir.file("d.json", R"({"local-rank": 0})")).at("local_rank") == "0");
+  }
+  SECTION("value types") {
+    const RawValues v = load_config(dir.file("types.json", R"({
+      "package": "greeting", "startup_interval": 0.25, "auto-recover": true,
+      "ports": [6000, 6001], "attach_to": ["tcp://10.0.0.1:5000", "ipc:///tmp/x.sock"],
+      "node-ids": 4
+    })"));
+    CHECK(v.at("package") == "greeting");
+    CHECK(v.at("startup-interval") == "0.25");
+    CHECK(v.at("auto-recover") == "true");
+    CHECK(v.at("ports") == "6000,6001");
+    CHECK(v.at("attach-to") == "tcp://10.0.0.1:5000,ipc:///tmp/x.sock");
+    CHECK(v.at("node-ids") == "4");
+  }
+  SECTION("an empty object") { CHECK(load_config(dir.file("empty.json", "{}")).empty()); }
+}
+
+TEST_CASE("load_config errors", "[launcher][options]") {
+  TempDir dir;
+  SECTION("unreadable file") {
+    const std::string path = (dir.path / "missing.json").string();
+    auto e = error_of([&] { load_config(path); });
+    CHECK_THAT(e.what(), Equals("cannot read config file '" + path + "'"));
+    CHECK_THAT(e.hint(), Contains("--config"));
+  }
+  SECTION("malformed JSON") {
+    const std::string path = dir.file("bad.json", R"({"package": "greeting",)");
+    auto e = error_of([&] { load_config(path); });
+    CHECK_THAT(e.what(), StartsWith("config file '" + path + "' is not valid JSON: "));
+  }
+  SECTION("not an object") {
+    const std::string path = dir.file("list.json", R"(["--package", "greeting"])");
+    auto e = error_of([&] { load_config(path); });
+    CHECK_THAT(e.what(),
+               Equals("config file '" + path + "' must hold a JSON object of option names"));
+  }
+  SECTION("unknown key, with a guess") {
+    const std::string path = dir.file("typo.json", R"({"parallel_worker": 2})");
+    auto e = error_of([&] { load_config(path); });
+    CHECK_THAT(e.what(), Equals("unknown key 'parallel_worker' in config file '" + path + "'"));
+    CHECK_THAT(e.hint(), Equals("did you mean 'parallel-workers'?"));
+  }
+  SECTION("unknown key, no guess") {
+    const std::string path = dir.file("odd.json", R"({"colour": "blue"})");
+    auto e = error_of([&] { load_config(path); });
+    CHECK_THAT(e.what(), Equals("unknown key 'colour' in config file '" + path + "'"));
+    CHECK_THAT(e.hint(), Contains("--help"));
+  }
+  SECTION("a config may not name another config") {
+    const std::string path = dir.file("nested.json", R"({"config": "other.json"})");
+    CHECK_THAT(error_of([&] { load_config(path); }).what(), Contains("unknown key 'config'"));
+  }
+  SECTION("unsupported value type") {
+    const std::string path = dir.file("object.json", R"({"labels": {"a": 1}})");
+    CHECK_THAT(error_of([&] { load_config(path); }).what(),
+               Contains("config key 'labels' has a value of unsupported type"));
+  }
+  SECTION("a config error surfaces through resolve_options") {
+    const std::string path = dir.file("bad.json", "{");
+    CHECK_THROWS_AS(resolve_options({{"config", path}}, {}), ditask::Error);
+  }
+}
+
+TEST_CASE("launcher options: accepted values", "[launcher][options]") {
+  SECTION("fractional seconds") {
+    const Options o =
+        resolve({{"startup-interval", "0.25"}, {"grace-period", "1.5"}, {"timeout", "30"}});
+    CHECK(o.startup_interval == 0.25);
+    CHECK(o.grace_period == 1.5);
+    CHECK(o.timeout == 30.0);
+  }
+  SECTION("lists") {
+    const Options o = resolve({{"parallel-workers", "3"},
+                               {"ports", "7000, 7001,7002"},
+                               {"node-ids", "4,8,2"},
+                               {"labels", "learner, collector"},
+                               {"attach-to", "tcp://10.0.0.2:5000,ipc:///tmp/a.sock"}});
+    CHECK(o.ports == std::vector<std::int64_t>{7000, 7001, 7002});
+    CHECK(o.node_ids == std::vector<std::int64_t>{4, 8, 2});
+    CHECK(o.labels == std::vector<std::string>{"learner", "collector"});
+    CHECK(o.attach_to == std::vector<std::string>{"tcp://10.0.0.2:5000", "ipc:///tmp/a.sock"});
+  }
+  SECTION("one base port and one base node id for many workers") {
+    const Options o = resolve({{"parallel-workers", "4"}, {"ports", "7000"}, {"node-ids", "10"}});
+    CHECK(o.ports == std::vector<std::int64_t>{7000});
+    CHECK(o.node_ids == std::vector<std::int64_t>{10});
+  }
+  SECTION("choices") {
+    const Options o = resolve(
+        {{"topology", "star"}, {"protocol", "ipc"}, {"log-level", "debug"}, {"mq-type", "nng"}});
+    CHECK(o.topology == "star");
+    CHECK(o.protocol == "ipc");
+    CHECK(o.log_level == "debug");
+    CHECK(o.mq_type == "nng");
+  }
+  SECTION("flags") {
+    const Options o =
+        resolve({{"auto-recover", "true"}, {"tag-output", "false"}, {"dry-run", "1"}});
+    CHECK(o.auto_recover);
+    CHECK_FALSE(o.tag_output);
+    CHECK(o.dry_run);
+  }
+  SECTION("world size at least the local workers") {
+    const Options o = resolve({{"parallel-workers", "2"}, {"world-size", "8"}, {"node-ids", "4"}});
+    CHECK(o.world_size == 8);
+  }
+  SECTION("a platform spec that is valid JSON") {
+    CHECK_NOTHROW(resolve({{"platform-spec", R"({"tasks": [{"node_ids": 0}]})"}}));
+  }
+  SECTION("local_rank is accepted") { CHECK_NOTHROW(resolve({{"local_rank", "3"}})); }
+}
+
+TEST_CASE("launcher options: usage errors", "[launcher][options]") {
+  SECTION("missing package") {
+    auto e = error_of([] { resolve_options({{"parallel-workers", "2"}}, {}); });
+    CHECK_THAT(e.what(), Equals("missing --package"));
+    CHECK_THAT(e.hint(), Contains("--package"));
+    CHECK_THROWS_AS(resolve_options({{"package", ""}}, {}), ditask::Error);
+  }
+  SECTION("parallel-workers 0 and negative") {
+    CHECK_THAT(resolve_error({{"parallel-workers", "0"}}).what(),
+               Equals("--parallel-workers must be at least 1, got 0"));
+    CHECK_THAT(resolve_error({{"parallel-workers", "-1"}}).what(),
+               Equals("--parallel-workers must be at least 1, got -1"));
+  }
+  SECTION("not an integer") {
+    CHECK_THAT(resolve_error({{"parallel-workers", "two"}}).what(),
+               Equals("--parallel-workers expects an integer, got 'two'"));
+    CHECK_THAT(resolve_error({{"parallel-workers", "2.5"}}).what(),
+               Equals("--parallel-workers expects an integer, got '2.5'"));
+    CHECK_THAT(resolve_error({{"parallel-workers", ""}}).what(),
+               Equals("--parallel-workers expects an integer, got ''"));
+    CHECK_THAT(resolve_error({{"max-retries", "3x"}}).what(),
+               Equals("--max-retries expects an integer, got '3x'"));
+    CHECK_THAT(resolve_error({{"ports", "7000,abc"}}).what(),
+               Equals("--ports expects an integer, got 'abc'"));
+  }
+  SECTION("not a number") {
+    CHECK_THAT(resolve_error({{"startup-interval", "soon"}}).what(),
+               Equals("--startup-interval expects a number of seconds, got 'soon'"));
+    CHECK_THAT(resolve_error({{"timeout", "1s"}}).what(),
+               Equals("--timeout expects a number of seconds, got '1s'"));
+    CHECK_THAT(resolve_error({{"timeout", "inf"}}).what(), Contains("expects a number of seconds"));
+  }
+  SECTION("not a flag value") {
+    CHECK_THAT(resolve_error({{"auto-recover", "maybe"}}).what(),
+               Equals("--auto-recover expects true or false, got 'maybe'"));
+  }
+  SECTION("ports count does not match the workers") {
+    auto e = resolve_error({{"parallel-workers", "3"}, {"ports", "7000,7001"}});
+    CHECK_THAT(e.what(), Equals("--ports has 2 ports for 3 workers"));
+    CHECK_THAT(e.hint(), Contains("one base port"));
+  }
+  SECTION("port out of range") {
+    CHECK_THAT(resolve_error({{"ports", "70000"}}).what(),
+               Equals("--ports value 70000 is not a port (1-65535)"));
+    CHECK_THAT(resolve_error({{"ports", "0"}}).what(),
+               Equals("--ports value 0 is not a port (1-65535)"));
+    CHECK_THAT(resolve_error({{"ports", "-5"}}).what(),
+               Equals("--ports value -5 is not a port (1-65535)"));
+  }
+  SECTION("duplicate node ids") {
+    auto e = resolve_error({{"parallel-workers", "3"}, {"node-ids", "1,2,1"}});
+    CHECK_THAT(e.what(), Equals("--node-ids lists node id 1 twice"));
+    CHECK_THAT(e.hint(), Equals("node ids must be unique"));
+  }
+  SECTION("node ids count does not match the workers") {
+    auto e = resolve_error({{"parallel-workers", "3"}, {"node-ids", "1,2"}});
+    CHECK_THAT(e.what(), Equals("--node-ids has 2 ids for 3 workers"));
+    CHECK_THAT(e.hint(), Contains("one base id"));
+  }
+  SECTION("negative node id") {
+    CHECK_THAT(resolve_error({{"node-ids", "-3"}}).what(),
+               Equals("--node-ids value -3 is negative"));
+  }
+  SECTION("unknown topology lists the choices") {
+    auto e = resolve_error({{"topology", "ring"}});
+    CHECK_THAT(e.what(), Equals("unknown --topology 'ring'"));
+    CHECK_THAT(e.hint(), Equals("valid choices: mesh, star, alone"));
+  }
+  SECTION("unknown topology with a guess") {
+    auto e = resolve_error({{"topology", "mseh"}});
+    CHECK_THAT(e.what(), Equals("unknown --topology 'mseh'"));
+    CHECK_THAT(e.hint(), Equals("did you mean 'mesh'? valid choices: mesh, star, alone"));
+  }
+  SECTION("unknown protocol") {
+    auto e = resolve_error({{"protocol", "quic"}});
+    CHECK_THAT(e.what(), Equals("unknown --protocol 'quic'"));
+    CHECK_THAT(e.hint(), Contains("valid choices: tcp, ipc"));
+    CHECK_THAT(resolve_error({{"protocol", "tcpp"}}).hint(), StartsWith("did you mean 'tcp'?"));
+  }
+  SECTION("unknown platform") {
+    auto e = resolve_error({{"platform", "foo"}});
+    CHECK_THAT(e.what(), Equals("unknown --platform 'foo'"));
+    CHECK_THAT(e.hint(), Contains("valid choices: slurm, k8s"));
+    CHECK_THAT(resolve_error({{"platform", "slrum"}}).hint(), StartsWith("did you mean 'slurm'?"));
+  }
+  SECTION("a known platform is not supported yet") {
+    auto e = resolve_error({{"platform", "slurm"}});
+    CHECK_THAT(e.what(), Equals("--platform slurm is not supported yet"));
+    CHECK_FALSE(e.hint().empty());
+    CHECK_THAT(resolve_error({{"platform", "k8s"}}).what(),
+               Equals("--platform k8s is not supported yet"));
+  }
+  SECTION("unknown mq-type") {
+    auto e = resolve_error({{"mq-type", "zmq"}});
+    CHECK_THAT(e.what(), Equals("unknown --mq-type 'zmq'"));
+    CHECK_THAT(e.hint(), Contains("valid choices: nng, redis"));
+  }
+  SECTION("mq-type redis is not supported yet") {
+    auto e = resolve_error({{"mq-type", "redis"}});
+    CHECK_THAT(e.what(), Equals("--mq-type redis is not supported yet"));
+    CHECK_THAT(e.hint(), Contains("nng"));
+  }
+  SECTION("unknown log level") {
+    auto e = resolve_error({{"log-level", "verbose"}});
+    CHECK_THAT(e.what(), Equals("unknown --log-level 'verbose'"));
+    CHECK_THAT(e.hint(), Contains("valid choices: error, warn, info, debug, trace"));
+    CHECK_THAT(resolve_error({{"log-level", "debg"}}).hint(), StartsWith("did you mean 'debug'?"));
+  }
+  SECTION("malformed platform spec") {
+    auto e = resolve_error({{"platform-spec", "{tasks: ["}});
+    CHECK_THAT(e.what(), StartsWith("--platform-spec is not valid JSON: "));
+    CHECK_THAT(e.hint(), Contains(".json file"));
+    CHECK_THAT(resolve_error({{"platform-spec", "[1, 2]"}}).what(),
+               Equals("--platform-spec must be a JSON object with a 'tasks' array"));
+    CHECK_THAT(resolve_error({{"platform-spec", R"({"tasks": 3})"}}).what(),
+               Equals("--platform-spec must be a JSON object with a 'tasks' array"));
+  }
+  SECTION("platform spec file") {
+    TempDir dir;
+    CHECK_NOTHROW(resolve({{"platform-spec", dir.file("spec.json", R"({"tasks": []})")}}));
+    const std::string bad = dir.file("bad.json", "{");
+    CHECK_THAT(resolve_error({{"platform-spec", bad}}).what(),
+               StartsWith("--platform-spec is not valid JSON: "));
+    const std::string missing = (dir.path / "missing.json").string();
+    CHECK_THAT(resolve_error({{"platform-spec", missing}}).what(),
+               Equals("cannot read --platform-spec file '" + missing + "'"));
+  }
+  SECTION("bad attach-to address") {
+    CHECK_THAT(resolve_error({{"attach-to", "10.0.0.1:5000"}}).what(),
+               Equals("--attach-to address '10.0.0.1:5000' is not tcp://host:port or ipc:///path"));
+    CHECK_THAT(resolve_error({{"attach-to", "tcp://10.0.0.1:5000,tcp://nohost"}}).what(),
+               Equals("--attach-to address 'tcp://nohost' is not tcp://host:port or ipc:///path"));
+    CHECK_THAT(resolve_error({{"attach-to", "ipc://"}}).what(), Contains("'ipc://'"));
+  }
+  SECTION("negative seconds") {
+    CHECK_THAT(resolve_error({{"grace-period", "-1"}}).what(),
+               Equals("--grace-period must be at least 0, got -1"));
+    CHECK_THAT(resolve_error({{"startup-interval", "-0.5"}}).what(),
+               StartsWith("--startup-interval must be at least 0, got -0.5"));
+    CHECK_THAT(resolve_error({{"max-retries", "-1"}}).what(),
+               Equals("--max-retries must be at least 0, got -1"));
+  }
+  SECTION("world size smaller than the workers") {
+    auto e = resolve_error({{"parallel-workers", "4"}, {"world-size", "2"}});
+    CHECK_THAT(e.what(), Equals("--world-size 2 is smaller than --parallel-workers 4"));
+  }
+  SECTION("empty address") {
+    CHECK_THAT(resolve_error({{"address", ""}}).what(), Equals("--address must not be empty"));
+  }
+  SECTION("errors from the environment name the option too") {
+    auto e = error_of([] {
+      resolve_options({{"package", "x"}}, {{"DITASK_LAUNCH_PARALLEL_WORKERS", "0"}});
+    });
+    CHECK_THAT(e.what(), Equals("--parallel-workers must be at least 1, got 0"));
+  }
+}
+
+TEST_CASE("launcher options: a base port whose workers would run past 65535 is refused",
+          "[launcher][options]") {
+  // Worker i listens on base+i: 65535 leaves no room for a second worker. Refused either when
+  // resolving or when planning; never planned as port 65536 (which getaddrinfo takes as port 0).
+  auto e = error_of([] {
+    const Options o = resolve({{"parallel-workers", "2"}, {"ports", "65535"}});
+    ditask::launcher::plan_layout(o, "r");
+  });
+  CHECK_THAT(e.what(), Contains("--ports") && Contains("65535"));
+}
