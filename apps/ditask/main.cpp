@@ -52,7 +52,7 @@ int run(int argc, char** argv) {
   }
   const std::string exe = self_exe();
   options.package = ditask::resolve_package(options.package, plugins_dir(exe));
-  dl::probe_package(exe, options);
+  dl::probe_package(options);
   dl::WorkerCommand command{exe, {"--worker", "--"}};
   command.args.insert(command.args.end(), options.module_args.begin(), options.module_args.end());
   return dl::launch(options, command);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 
 #include "process_v2.hpp"
@@ -53,6 +54,16 @@ struct ChildSetup {
       return {errno, boost::system::system_category()};
     }
     return {};
+  }
+
+  template <class Launcher>
+  void on_exec_error(Launcher&, const std::filesystem::path& exe, const char* const*,
+                     const boost::system::error_code&) {
+    // Between fork and exit: write(2) only. The launcher reports the exit code 1 it causes.
+    static constexpr char kPrefix[] = "ditask: error: cannot execute ";
+    ::write(STDERR_FILENO, kPrefix, sizeof kPrefix - 1);
+    ::write(STDERR_FILENO, exe.c_str(), std::strlen(exe.c_str()));
+    ::write(STDERR_FILENO, "\n", 1);
   }
 };
 

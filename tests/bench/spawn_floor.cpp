@@ -7,15 +7,14 @@
 //   ditask_spawn_floor N [program [args...]]
 //
 // Exit: 0 when every child exited 0, 1 when one did not, 2 on a usage error or a failed fork.
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {

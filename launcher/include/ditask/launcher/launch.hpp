@@ -32,10 +32,10 @@ int launch(const Options& options, const WorkerCommand& command,
 /// free port shows as port 0).
 nlohmann::json dry_run_plan(const Options& options);
 
-/// Runs `exe --probe <package> <main>` in a short child that loads the package and looks up the
-/// entry, so a bad package fails before any worker starts. The child prints its own
-/// `ditask: error:` lines. Errors: PackageRejected when the probe fails.
-void probe_package(const std::string& exe, const Options& options);
+/// Loads the package and looks up the entry in a short forked child (probe_main), so a bad
+/// package fails before any worker starts; the child prints its own `ditask: error:` lines.
+/// Call before any thread exists. Errors: PackageRejected when the probe fails.
+void probe_package(const Options& options);
 
 /// Thrown by probe_package; its message was already printed by the probe.
 struct PackageRejected : std::runtime_error {
