@@ -177,7 +177,19 @@ bool process_gone(pid_t pid) {
 }
 
 bool wait_process_gone(pid_t pid, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+  // A pidfd becomes readable when the process exits, child of ours or not: no polling needed.
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) {
+    if (errno == ESRCH) {
+      return true;
+    }
+  } else {
+    pollfd exited{fd, POLLIN, 0};
+    const int ready = ::poll(&exited, 1, static_cast<int>(timeout.count()));
+    ::close(fd);
+    return ready == 1;
+  }
+  const auto deadline = Clock::now() + timeout;  // no pidfd (old kernel): poll the state
   while (!process_gone(pid)) {
     if (Clock::now() >= deadline) {
       return false;
