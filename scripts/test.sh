@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: MIT
 # The CI job (.ci/run runs this): installs the Debian packages when missing, then
 #   1. Debug build with -Werror and every test (build/debug), ctest;
-#   2. ASan+UBSan Debug build of the unit tests (build/asan), ctest -L unit.
+#   2. ASan+UBSan Debug build of the unit and integration tests (build/asan): the launcher and
+#      its workers run instrumented; ctest -L "unit|integration".
 # Works from any cwd; logs go to build/logs/test/. Exits non-zero on the first failure.
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # What the sanitizer build compiles and runs (STYLE §12 adds the mesh integration tests here
 # once they exist).
-ASAN_TARGETS=(ditask_unit_tests)
-ASAN_LABELS="unit"
+ASAN_TARGETS=(ditask_unit_tests ditask_integration_tests)
+ASAN_LABELS="unit|integration"
 
 timer_start "all tests passed"
 install_packages
