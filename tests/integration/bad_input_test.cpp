@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "fixtures.hpp"
+
 #include "run_ditask.hpp"
 
 using namespace std::chrono_literals;
@@ -39,27 +41,6 @@ RunResult expect_usage_error(const std::vector<std::string>& args, const std::st
 }
 
 std::string greeting() { return module_path("greeting"); }
-
-/// A TCP socket listening on 127.0.0.1 at a free port, as another program would hold it.
-struct Squatter {
-  Squatter() {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(fd, 1) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port = ntohs(addr.sin_port);
-  }
-  ~Squatter() { ::close(fd); }
-  Squatter(const Squatter&) = delete;
-  Squatter& operator=(const Squatter&) = delete;
-  int fd = -1;
-  int port = 0;
-};
 
 }  // namespace
 
@@ -266,7 +247,7 @@ TEST_CASE("bad input: a missing option value", "[integration][bad-input]") {
 
 TEST_CASE("bad input: a port already in use is reported before any worker starts",
           "[integration][bad-input]") {
-  Squatter squatter;
+  ditask::test::PortSquatter squatter;
   const std::string port = std::to_string(squatter.port);
   expect_usage_error({"--package", greeting(), "--ports", port},
                      "cannot listen on tcp://127.0.0.1:" + port + ": Address already in use",

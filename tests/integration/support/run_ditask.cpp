@@ -199,32 +199,6 @@ bool wait_process_gone(pid_t pid, std::chrono::milliseconds timeout) {
   return true;
 }
 
-// --- TempDir -----------------------------------------------------------------------------------
-
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern =
-      std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/ditask-it-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    FAIL("mkdtemp(" << pattern << ") failed: " << std::strerror(errno));
-  }
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
-std::string TempDir::write(const std::string& name, const std::string& content) const {
-  std::string path = file(name);
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  out.close();
-  REQUIRE(out.good());
-  return path;
-}
-
 // --- DitaskProcess -----------------------------------------------------------------------------
 
 DitaskProcess::~DitaskProcess() {

@@ -22,6 +22,8 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "fixtures.hpp"  // TempDir, PortSquatter
+
 namespace ditask::test {
 
 /// How a ditask run ended.
@@ -57,23 +59,6 @@ bool process_gone(pid_t pid);
 
 /// Polls process_gone(pid) every 20 ms for at most `timeout`; true once it is gone.
 bool wait_process_gone(pid_t pid, std::chrono::milliseconds timeout);
-
-/// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  /// path() + "/" + name
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  /// Writes `content` to file(name) and returns its path.
-  std::string write(const std::string& name, const std::string& content) const;
-
- private:
-  std::string path_;
-};
 
 /// A ditask run the test interacts with while it runs (signals). Single-threaded: output is
 /// read while the test waits in wait_for_line()/wait_until()/wait(). The destructor SIGKILLs

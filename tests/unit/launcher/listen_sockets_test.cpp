@@ -13,6 +13,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "fixtures.hpp"
+
 #include "ditask/error.hpp"
 #include "ditask/launcher/options.hpp"
 #include "ditask/launcher/plan.hpp"
@@ -39,27 +41,6 @@ bool is_listening(int fd) {
   socklen_t len = sizeof on;
   return ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on == 1;
 }
-
-/// A socket listening on 127.0.0.1 at a free port, as another program would hold it.
-struct Squatter {
-  Squatter() {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(fd, 1) == 0);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    port = ntohs(addr.sin_port);
-  }
-  ~Squatter() { ::close(fd); }
-  Squatter(const Squatter&) = delete;
-  Squatter& operator=(const Squatter&) = delete;
-  int fd = -1;
-  int port = 0;
-};
 
 }  // namespace
 
@@ -109,7 +90,7 @@ TEST_CASE("bind_all closes its sockets when destroyed", "[launcher][sockets]") {
 }
 
 TEST_CASE("a port already in use is reported with a hint", "[launcher][sockets]") {
-  Squatter squatter;
+  ditask::test::PortSquatter squatter;
   Options o = workers(1);
   o.ports = {squatter.port};
   Plan plan = ditask::launcher::plan_layout(o, "r");

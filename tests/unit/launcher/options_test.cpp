@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "fixtures.hpp"
+
 #include "ditask/error.hpp"
 #include "ditask/launcher/plan.hpp"
 
@@ -27,29 +29,9 @@ using ditask::launcher::Source;
 
 namespace {
 
-using Env = std::map<std::string, std::string>;
+using ditask::test::TempDir;
 
-/// A fresh directory, removed with everything in it at scope exit.
-struct TempDir {
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("ditask_options_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name, const std::string& content) const {
-    const auto p = path / name;
-    std::ofstream(p, std::ios::binary) << content;
-    return p.string();
-  }
-  fs::path path;
-};
+using Env = std::map<std::string, std::string>;
 
 /// The command line `values` plus a package, resolved with no environment.
 Options resolve(RawValues values, const Env& env = {}) {
@@ -131,7 +113,7 @@ TEST_CASE("launcher option environment variable names", "[launcher][options]") {
 TEST_CASE("launcher options precedence: command line > environment > config > default",
           "[launcher][options]") {
   TempDir dir;
-  const std::string config = dir.file("job.json", R"({
+  const std::string config = dir.write("job.json", R"({
     "package": "from_config",
     "parallel-workers": 2,
     "topology": "star",
@@ -167,7 +149,7 @@ TEST_CASE("launcher options precedence: command line > environment > config > de
 TEST_CASE("the config file can come from DITASK_LAUNCH_CONFIG", "[launcher][options]") {
   TempDir dir;
   const std::string config =
-      dir.file("job.json", R"({"package": "greeting", "parallel_workers": 5})");
+      dir.write("job.json", R"({"package": "greeting", "parallel_workers": 5})");
   const Options o = resolve_options({}, {{"DITASK_LAUNCH_CONFIG", config}});
   CHECK(o.package == "greeting");
   CHECK(o.parallel_workers == 5);
@@ -178,15 +160,15 @@ TEST_CASE("the config file can come from DITASK_LAUNCH_CONFIG", "[launcher][opti
 TEST_CASE("load_config accepts both spellings and JSON value types", "[launcher][options]") {
   TempDir dir;
   SECTION("dash and underscore") {
-    CHECK(load_config(dir.file("a.json", R"({"parallel-workers": 4})")).at("parallel-workers") ==
+    CHECK(load_config(dir.write("a.json", R"({"parallel-workers": 4})")).at("parallel-workers") ==
           "4");
-    CHECK(load_config(dir.file("b.json", R"({"parallel_workers": 4})")).at("parallel-workers") ==
+    CHECK(load_config(dir.write("b.json", R"({"parallel_workers": 4})")).at("parallel-workers") ==
           "4");
-    CHECK(load_config(dir.file("c.json", R"({"local_rank": 0})")).at("local_rank") == "0");
-    CHECK(load_config(dir.file("d.json", R"({"local-rank": 0})")).at("local_rank") == "0");
+    CHECK(load_config(dir.write("c.json", R"({"local_rank": 0})")).at("local_rank") == "0");
+    CHECK(load_config(dir.write("d.json", R"({"local-rank": 0})")).at("local_rank") == "0");
   }
   SECTION("value types") {
-    const RawValues v = load_config(dir.file("types.json", R"({
+    const RawValues v = load_config(dir.write("types.json", R"({
       "package": "greeting", "startup_interval": 0.25, "auto-recover": true,
       "ports": [6000, 6001], "attach_to": ["tcp://10.0.0.1:5000", "ipc:///tmp/x.sock"],
       "node-ids": 4
@@ -198,51 +180,51 @@ TEST_CASE("load_config accepts both spellings and JSON value types", "[launcher]
     CHECK(v.at("attach-to") == "tcp://10.0.0.1:5000,ipc:///tmp/x.sock");
     CHECK(v.at("node-ids") == "4");
   }
-  SECTION("an empty object") { CHECK(load_config(dir.file("empty.json", "{}")).empty()); }
+  SECTION("an empty object") { CHECK(load_config(dir.write("empty.json", "{}")).empty()); }
 }
 
 TEST_CASE("load_config errors", "[launcher][options]") {
   TempDir dir;
   SECTION("unreadable file") {
-    const std::string path = (dir.path / "missing.json").string();
+    const std::string path = dir.file("missing.json");
     auto e = error_of([&] { load_config(path); });
     CHECK_THAT(e.what(), Equals("cannot read config file '" + path + "'"));
     CHECK_THAT(e.hint(), Contains("--config"));
   }
   SECTION("malformed JSON") {
-    const std::string path = dir.file("bad.json", R"({"package": "greeting",)");
+    const std::string path = dir.write("bad.json", R"({"package": "greeting",)");
     auto e = error_of([&] { load_config(path); });
     CHECK_THAT(e.what(), StartsWith("config file '" + path + "' is not valid JSON: "));
   }
   SECTION("not an object") {
-    const std::string path = dir.file("list.json", R"(["--package", "greeting"])");
+    const std::string path = dir.write("list.json", R"(["--package", "greeting"])");
     auto e = error_of([&] { load_config(path); });
     CHECK_THAT(e.what(),
                Equals("config file '" + path + "' must hold a JSON object of option names"));
   }
   SECTION("unknown key, with a guess") {
-    const std::string path = dir.file("typo.json", R"({"parallel_worker": 2})");
+    const std::string path = dir.write("typo.json", R"({"parallel_worker": 2})");
     auto e = error_of([&] { load_config(path); });
     CHECK_THAT(e.what(), Equals("unknown key 'parallel_worker' in config file '" + path + "'"));
     CHECK_THAT(e.hint(), Equals("did you mean 'parallel-workers'?"));
   }
   SECTION("unknown key, no guess") {
-    const std::string path = dir.file("odd.json", R"({"colour": "blue"})");
+    const std::string path = dir.write("odd.json", R"({"colour": "blue"})");
     auto e = error_of([&] { load_config(path); });
     CHECK_THAT(e.what(), Equals("unknown key 'colour' in config file '" + path + "'"));
     CHECK_THAT(e.hint(), Contains("--help"));
   }
   SECTION("a config may not name another config") {
-    const std::string path = dir.file("nested.json", R"({"config": "other.json"})");
+    const std::string path = dir.write("nested.json", R"({"config": "other.json"})");
     CHECK_THAT(error_of([&] { load_config(path); }).what(), Contains("unknown key 'config'"));
   }
   SECTION("unsupported value type") {
-    const std::string path = dir.file("object.json", R"({"labels": {"a": 1}})");
+    const std::string path = dir.write("object.json", R"({"labels": {"a": 1}})");
     CHECK_THAT(error_of([&] { load_config(path); }).what(),
                Contains("config key 'labels' has a value of unsupported type"));
   }
   SECTION("a config error surfaces through resolve_options") {
-    const std::string path = dir.file("bad.json", "{");
+    const std::string path = dir.write("bad.json", "{");
     CHECK_THROWS_AS(resolve_options({{"config", path}}, {}), ditask::Error);
   }
 }
@@ -415,11 +397,11 @@ TEST_CASE("launcher options: usage errors", "[launcher][options]") {
   }
   SECTION("platform spec file") {
     TempDir dir;
-    CHECK_NOTHROW(resolve({{"platform-spec", dir.file("spec.json", R"({"tasks": []})")}}));
-    const std::string bad = dir.file("bad.json", "{");
+    CHECK_NOTHROW(resolve({{"platform-spec", dir.write("spec.json", R"({"tasks": []})")}}));
+    const std::string bad = dir.write("bad.json", "{");
     CHECK_THAT(resolve_error({{"platform-spec", bad}}).what(),
                StartsWith("--platform-spec is not valid JSON: "));
-    const std::string missing = (dir.path / "missing.json").string();
+    const std::string missing = dir.file("missing.json");
     CHECK_THAT(resolve_error({{"platform-spec", missing}}).what(),
                Equals("cannot read --platform-spec file '" + missing + "'"));
   }

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "fixtures.hpp"
+
 #include <ditask/ditask.hpp>
 #include <ditask/runtime/worker.hpp>
 
@@ -18,29 +20,11 @@ using Catch::Matchers::StartsWith;
 
 namespace {
 
+using ditask::test::TempDir;
+
 const std::string kModuleDir = DITASK_MODULE_DIR;
 
 std::string module_path(const std::string& name) { return kModuleDir + "/lib" + name + ".so"; }
-
-/// A fresh directory, removed with everything in it at scope exit.
-struct TempDir {
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("ditask_loader_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name, const std::string& content) const {
-    const auto p = path / name;
-    std::ofstream(p, std::ios::binary) << content;
-    return p.string();
-  }
-  fs::path path;
-};
 
 /// Changes the working directory for one scope.
 struct InDirectory {
@@ -73,8 +57,8 @@ TEST_CASE("resolve_package looks in the working directory and the plugins direct
   CHECK(ditask::resolve_package("faults.so", kModuleDir) == "faults.so");
 
   TempDir dir;
-  dir.file("faults", "a local file wins over the plugins directory");
-  InDirectory here(dir.path);
+  dir.write("faults", "a local file wins over the plugins directory");
+  InDirectory here(dir.path());
   CHECK(ditask::resolve_package("faults", kModuleDir) == "./faults");
 }
 
@@ -139,18 +123,18 @@ TEST_CASE("a module built for another ABI is refused", "[loader]") {
 
 TEST_CASE("files that are not modules are refused with a reason", "[loader]") {
   TempDir dir;
-  const std::string text = dir.file("notes.txt", "just some text, long enough for a header\n");
+  const std::string text = dir.write("notes.txt", "just some text, long enough for a header\n");
   auto e = error_of([&] { ditask::load_entry(text, "main"); });
   CHECK(std::string(e.what()) == "'" + text + "' is not a shared library");
   CHECK_THAT(e.hint(), Contains("ditask_add_module"));
   e = error_of([&] { ditask::list_entries(text); });
   CHECK(std::string(e.what()) == "'" + text + "' is not a shared library");
-  e = error_of([&] { ditask::load_entry(dir.file("empty.so", ""), "main"); });
+  e = error_of([&] { ditask::load_entry(dir.write("empty.so", ""), "main"); });
   CHECK_THAT(e.what(), Contains("is not a shared library"));
-  e = error_of([&] { ditask::load_entry(dir.path.string(), "main"); });
+  e = error_of([&] { ditask::load_entry(dir.path(), "main"); });
   CHECK_THAT(e.what(), Contains("is not a shared library"));
 
-  const std::string missing = (dir.path / "libgone.so").string();
+  const std::string missing = dir.file("libgone.so");
   e = error_of([&] { ditask::load_entry(missing, "main"); });
   CHECK(std::string(e.what()) == "cannot find package '" + missing + "'");
   e = error_of([&] { ditask::list_entries(missing); });

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Small test fixtures shared by the unit and integration tests.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+namespace ditask::test {
+
+/// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/ditask-test-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      FAIL("mkdtemp(" << pattern << ") failed: " << std::strerror(errno));
+    }
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  /// The directory.
+  const std::string& path() const { return path_; }
+  /// path() + "/" + name (nothing is created).
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  /// Writes `content` to file(name) and returns its path.
+  std::string write(const std::string& name, const std::string& content) const {
+    std::string target = file(name);
+    std::ofstream out(target, std::ios::binary);
+    out << content;
+    out.close();
+    REQUIRE(out.good());
+    return target;
+  }
+
+ private:
+  std::string path_;
+};
+
+/// Holds a listening TCP socket on 127.0.0.1 at a free port, so a test can offer ditask a port
+/// that is already in use.
+struct PortSquatter {
+  PortSquatter() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(fd, 1) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port = ntohs(addr.sin_port);
+  }
+  ~PortSquatter() { ::close(fd); }
+  PortSquatter(const PortSquatter&) = delete;
+  PortSquatter& operator=(const PortSquatter&) = delete;
+  int fd = -1;
+  int port = 0;
+};
+
+}  // namespace ditask::test
