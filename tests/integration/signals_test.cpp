@@ -14,14 +14,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::vector<std::string> faults(const std::string& entry, int workers,
-                                std::vector<std::string> more = {}) {
-  std::vector<std::string> args = {"--package", module_path("faults"), "--main",
-                                   entry,       "--parallel-workers",  std::to_string(workers)};
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
 /// Starts `workers` workers of `entry` and waits until each printed "ready pid=<pid>"; returns the
 /// pids.
 std::vector<pid_t> start_ready(DitaskProcess& p, const std::string& entry, int workers,

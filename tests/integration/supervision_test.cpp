@@ -13,14 +13,6 @@ using Catch::Matchers::StartsWith;
 
 namespace {
 
-std::vector<std::string> faults(const std::string& entry, int workers,
-                                std::vector<std::string> more = {}) {
-  std::vector<std::string> args = {"--package", module_path("faults"), "--main",
-                                   entry,       "--parallel-workers",  std::to_string(workers)};
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
 /// The one stderr line that starts with `prefix` (empty when there is none or several).
 std::string line_starting(const std::string& text, const std::string& prefix) {
   std::string found;

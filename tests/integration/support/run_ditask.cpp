@@ -132,6 +132,13 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
+std::vector<std::string> faults(const std::string& entry, int workers, std::vector<std::string> more) {
+  std::vector<std::string> args = {"--package", module_path("faults"), "--main",
+                                   entry,       "--parallel-workers",  std::to_string(workers)};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
 std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
   std::vector<std::string> out;
   for (auto& line : split_lines(text)) {

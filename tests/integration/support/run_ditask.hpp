@@ -45,6 +45,10 @@ std::string describe(const RunResult& result);
 /// DITASK_MODULE_DIR "/lib<name>.so", e.g. module_path("faults").
 std::string module_path(const std::string& name);
 
+/// `--package <faults module> --main <entry> --parallel-workers <workers>` plus `more`.
+std::vector<std::string> faults(const std::string& entry, int workers,
+                                std::vector<std::string> more = {});
+
 /// The lines of `text` without their '\n' (a last line without '\n' counts too).
 std::vector<std::string> split_lines(const std::string& text);
 
