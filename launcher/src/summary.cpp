@@ -89,6 +89,9 @@ void print_summary(const Report& report, const Options& options) {
       say("full output: " + f->log_path);
     }
   }
+  for (const auto& other : report.also_failed) {
+    say("also failed while stopping: " + other);
+  }
   if (!report.stopped.empty()) {
     say("stopped by the launcher: " + stopped_list(report.stopped));
   }

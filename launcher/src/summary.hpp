@@ -38,6 +38,7 @@ struct Report {
   int signal = 0;
   std::optional<Failure> failure;
   std::vector<Stopped> stopped;
+  std::vector<std::string> also_failed;  ///< failed on their own while the job was stopping
   std::vector<int> attempts;  ///< last attempt of each local worker
 };
 

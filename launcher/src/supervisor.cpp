@@ -304,10 +304,14 @@ void Supervisor::on_stream_closed(Worker& w) {
 void Supervisor::on_attempt_over(Worker& w) {
   const bool ok = WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0;
   if (ok || w.stop_requested || report_.stopping) {
-    if (!ok && !w.stop_requested) {
-      w.stop_requested = true;  // ended while the job was being stopped: not a failure of its own
-    }
-    if (w.stop_requested) {
+    // During a stop nothing is restarted or decides the exit code; the summary still tells a
+    // worker that ended by the launcher's signal (or cleanly) from one that failed on its own.
+    const bool by_stop = WIFSIGNALED(w.status) &&
+                         (WTERMSIG(w.status) == report_.signal || WTERMSIG(w.status) == SIGKILL);
+    if (report_.stopping && !ok && !by_stop) {
+      report_.also_failed.push_back(describe_failure(
+          Failure{w.plan->node_id, w.pid, w.attempt, w.status, {}, {}}));
+    } else if (w.stop_requested) {
       report_.stopped.push_back({w.plan->node_id, w.pid});
     }
     w.done = true;

@@ -148,6 +148,15 @@ TEST_CASE("print_summary explains the first failure", "[launcher][summary]") {
     const std::string text = stderr_of([&] { ditask::launcher::print_summary(q, options); });
     CHECK_THAT(text, Contains("node 3 wrote nothing to stderr") && Contains("exited with code 2"));
   }
+  SECTION("a worker that failed on its own while the job was stopping") {
+    Report a = r;
+    a.also_failed = {"node 2 (pid 4712, attempt 0) exited with code 1"};
+    a.stopped = {{0, 4710}};
+    const std::string text = stderr_of([&] { ditask::launcher::print_summary(a, options); });
+    CHECK_THAT(text, Contains("ditask: also failed while stopping: node 2 (pid 4712, attempt 0) "
+                              "exited with code 1\n"
+                              "ditask: stopped by the launcher: node 0 (pid 4710)\n"));
+  }
   SECTION("success prints nothing at the default log level") {
     Report ok;
     ok.attempts = {0, 0};
