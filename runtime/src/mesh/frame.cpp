@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+#include "frame.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
+
+#include "ditask/error.hpp"
+
+namespace ditask::detail::mesh {
+namespace {
+
+constexpr std::array<std::uint8_t, 4> kMagic{'D', 'T', 'S', 'K'};
+
+template <class T>
+void put_le(std::uint8_t* out, T value) {
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    out[i] = static_cast<std::uint8_t>(value >> (8 * i));
+  }
+}
+
+template <class T>
+T get_le(const std::uint8_t* in) {
+  T value = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    value = static_cast<T>(value | static_cast<T>(static_cast<T>(in[i]) << (8 * i)));
+  }
+  return value;
+}
+
+std::string hex(std::uint64_t value) {
+  std::array<char, 16> digits{};
+  const auto end = std::to_chars(digits.begin(), digits.end(), value, 16).ptr;
+  return "0x" + std::string(digits.begin(), end);
+}
+
+/// Walks the MessagePack value in `data` without recursion and reports whether its arrays and maps
+/// nest deeper than `max_depth`. nlohmann's reader recurses once per level, so a payload of a
+/// million 0x91 bytes would overflow the stack. Truncated or invalid input is left to nlohmann.
+bool nests_deeper_than(std::span<const std::uint8_t> data, std::size_t max_depth) {
+  std::vector<std::uint64_t> remaining;  // children left in each open container
+  std::size_t pos = 0;
+  while (pos < data.size()) {
+    const std::uint8_t b = data[pos++];
+    std::uint64_t children = 0;  // elements of a container starting here
+    std::uint64_t skip = 0;      // bytes of scalar data following
+    std::size_t len_bytes = 0;   // size of a big-endian length/count that follows
+    bool container = false;
+    if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) {
+      // fixint, nil, bool: nothing follows
+    } else if (b <= 0x8f) {
+      container = true;
+      children = 2ULL * (b & 0x0fU);
+    } else if (b <= 0x9f) {
+      container = true;
+      children = b & 0x0fU;
+    } else if (b <= 0xbf) {
+      skip = b & 0x1fU;
+    } else if (b >= 0xc4 && b <= 0xc6) {  // bin 8/16/32
+      len_bytes = std::size_t{1} << (b - 0xc4);
+    } else if (b >= 0xc7 && b <= 0xc9) {  // ext 8/16/32: length, then a type byte
+      len_bytes = std::size_t{1} << (b - 0xc7);
+      skip = 1;
+    } else if (b >= 0xca && b <= 0xd3) {  // float 32/64, then uint and int 8..64
+      skip = std::uint64_t{1} << ((b + 8 - 0xcc) % 4);
+    } else if (b >= 0xd4 && b <= 0xd8) {  // fixext 1..16
+      skip = 1 + (std::uint64_t{1} << (b - 0xd4));
+    } else if (b >= 0xd9 && b <= 0xdb) {  // str 8/16/32
+      len_bytes = std::size_t{1} << (b - 0xd9);
+    } else if (b >= 0xdc && b <= 0xdf) {  // array/map 16/32
+      container = true;
+      len_bytes = b == 0xdc || b == 0xde ? 2 : 4;
+    } else {
+      return false;  // 0xc1: invalid, nlohmann reports it
+    }
+    if (len_bytes > 0) {
+      if (data.size() - pos < len_bytes) {
+        return false;
+      }
+      std::uint64_t n = 0;  // MessagePack lengths are big-endian
+      for (const std::size_t end = pos + len_bytes; pos < end; ++pos) {
+        n = (n << 8) | data[pos];
+      }
+      if (container) {
+        children = b >= 0xde ? 2 * n : n;
+      } else {
+        skip += n;
+      }
+    }
+    if (skip > data.size() - pos) {
+      return false;
+    }
+    pos += static_cast<std::size_t>(skip);
+    if (!remaining.empty()) {
+      --remaining.back();
+    }
+    if (container && children > 0) {
+      if (remaining.size() >= max_depth) {
+        return true;
+      }
+      remaining.push_back(children);
+    }
+    while (!remaining.empty() && remaining.back() == 0) {
+      remaining.pop_back();
+    }
+  }
+  return false;
+}
+
+std::optional<std::string> magic_error(const std::uint8_t* p) {
+  if (std::equal(kMagic.begin(), kMagic.end(), p)) {
+    return std::nullopt;
+  }
+  return "bad magic " + hex(get_le<std::uint32_t>(p)) + " (not a ditask peer?)";
+}
+
+[[noreturn]] void malformed(const std::string& why) {
+  throw Error("malformed event payload: " + why);
+}
+
+}  // namespace
+
+FrameHeader header_of(const Frame& frame) noexcept {
+  return FrameHeader{frame.type, frame.flags,        frame.sender,
+                     frame.seq,  frame.topic.size(), frame.payload.size()};
+}
+
+std::array<std::uint8_t, kHeaderSize> encode_header(const FrameHeader& header) {
+  if (header.topic_bytes > kMaxTopicBytes || header.payload_bytes > kMaxPayloadBytes) {
+    const bool topic = header.topic_bytes > kMaxTopicBytes;
+    throw Error(std::string(topic ? "topic" : "payload") + " of " +
+                std::to_string(topic ? header.topic_bytes : header.payload_bytes) +
+                " bytes is too long for a frame (at most " +
+                std::to_string(topic ? kMaxTopicBytes : kMaxPayloadBytes) + ")");
+  }
+  std::array<std::uint8_t, kHeaderSize> out{};
+  std::copy(kMagic.begin(), kMagic.end(), out.begin());
+  out[4] = kWireVersion;
+  out[5] = static_cast<std::uint8_t>(header.type);
+  put_le(out.data() + 6, header.flags);
+  put_le(out.data() + 8, header.sender);
+  put_le(out.data() + 16, header.seq);
+  put_le(out.data() + 24, static_cast<std::uint16_t>(header.topic_bytes));
+  put_le(out.data() + 26, std::uint16_t{0});
+  put_le(out.data() + 28, static_cast<std::uint32_t>(header.payload_bytes));
+  return out;
+}
+
+std::vector<std::uint8_t> encode(const Frame& frame) {
+  const auto header = encode_header(header_of(frame));
+  std::vector<std::uint8_t> out;
+  out.reserve(kHeaderSize + frame.topic.size() + frame.payload.size());
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), frame.topic.begin(), frame.topic.end());
+  out.insert(out.end(), frame.payload.begin(), frame.payload.end());
+  return out;
+}
+
+HeaderResult decode_header(std::span<const std::uint8_t, kHeaderSize> bytes,
+                           std::size_t max_frame_bytes) {
+  HeaderResult r;
+  const std::uint8_t* p = bytes.data();
+  if (auto bad = magic_error(p)) {
+    r.error = std::move(bad);
+    return r;
+  }
+  if (p[4] != kWireVersion) {
+    r.error = "unsupported wire version " + std::to_string(p[4]) + " (this build speaks " +
+              std::to_string(kWireVersion) + ")";
+    return r;
+  }
+  if (p[5] < static_cast<std::uint8_t>(FrameType::hello) ||
+      p[5] > static_cast<std::uint8_t>(FrameType::ping)) {
+    r.error = "unknown frame type " + std::to_string(p[5]);
+    return r;
+  }
+  if (const auto reserved = get_le<std::uint16_t>(p + 26); reserved != 0) {
+    r.error = "nonzero reserved header field " + hex(reserved);
+    return r;
+  }
+  r.header.type = static_cast<FrameType>(p[5]);
+  r.header.flags = get_le<std::uint16_t>(p + 6);
+  r.header.sender = get_le<std::uint64_t>(p + 8);
+  r.header.seq = get_le<std::uint64_t>(p + 16);
+  r.header.topic_bytes = get_le<std::uint16_t>(p + 24);
+  r.header.payload_bytes = get_le<std::uint32_t>(p + 28);
+  const std::uint64_t body = std::uint64_t{r.header.topic_bytes} + r.header.payload_bytes;
+  if (body > max_frame_bytes) {
+    r.error = "frame of " + std::to_string(body) + " bytes exceeds the limit of " +
+              std::to_string(max_frame_bytes) + " bytes";
+  }
+  return r;
+}
+
+FrameDecoder::FrameDecoder(std::size_t max_frame_bytes) : max_frame_bytes_(max_frame_bytes) {}
+
+std::size_t FrameDecoder::buffered() const noexcept {
+  return header_ ? kHeaderSize + current_.topic.size() + current_.payload.size() : header_fill_;
+}
+
+bool FrameDecoder::fill_body(std::span<const std::uint8_t>& bytes) {
+  const std::size_t topic_take =
+      std::min(bytes.size(), header_->topic_bytes - current_.topic.size());
+  current_.topic.append(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(topic_take));
+  bytes = bytes.subspan(topic_take);
+  const std::size_t payload_take =
+      std::min(bytes.size(), header_->payload_bytes - current_.payload.size());
+  current_.payload.insert(current_.payload.end(), bytes.begin(),
+                          bytes.begin() + static_cast<std::ptrdiff_t>(payload_take));
+  bytes = bytes.subspan(payload_take);
+  return current_.topic.size() == header_->topic_bytes &&
+         current_.payload.size() == header_->payload_bytes;
+}
+
+DecodeResult FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
+  DecodeResult out;
+  if (error_) {
+    out.error = error_;
+    return out;
+  }
+  while (true) {
+    if (!header_) {
+      if (bytes.empty()) {
+        break;
+      }
+      const std::size_t take = std::min(bytes.size(), kHeaderSize - header_fill_);
+      std::copy_n(bytes.begin(), take, header_bytes_.data() + header_fill_);
+      // Check the magic as soon as it is complete: a stray client is refused at once.
+      if (header_fill_ < kMagic.size() && header_fill_ + take >= kMagic.size()) {
+        if (auto bad = magic_error(header_bytes_.data())) {
+          error_ = std::move(bad);
+          out.error = error_;
+          return out;
+        }
+      }
+      header_fill_ += take;
+      bytes = bytes.subspan(take);
+      if (header_fill_ < kHeaderSize) {
+        break;
+      }
+      header_fill_ = 0;
+      auto parsed = decode_header(header_bytes_, max_frame_bytes_);
+      if (parsed.error) {
+        error_ = std::move(parsed.error);
+        out.error = error_;
+        return out;
+      }
+      header_ = parsed.header;
+      // Exact sizes, checked against the limit above: a lying header cannot make us grow further.
+      current_ = Frame{
+          parsed.header.type, parsed.header.flags, parsed.header.sender, parsed.header.seq, {}, {}};
+      current_.topic.reserve(parsed.header.topic_bytes);
+      current_.payload.reserve(parsed.header.payload_bytes);
+    }
+    if (!fill_body(bytes)) {
+      break;
+    }
+    out.frames.push_back(std::move(current_));
+    current_ = Frame{};
+    header_.reset();
+  }
+  return out;
+}
+
+std::vector<std::uint8_t> encode_event_args(const EventArgs& args) {
+  // Written as two halves of a 2-entry map, so large binary arguments are not copied into a
+  // temporary {"a": ..., "k": ...} object first. to_msgpack appends to the vector.
+  std::vector<std::uint8_t> out{0x82, 0xa1, 'a'};
+  json::to_msgpack(args.args, out);
+  out.insert(out.end(), {0xa1, 'k'});
+  json::to_msgpack(args.kwargs, out);
+  return out;
+}
+
+EventArgs decode_event_args(std::span<const std::uint8_t> payload) {
+  if (nests_deeper_than(payload, kMaxNesting)) {
+    malformed("nested deeper than " + std::to_string(kMaxNesting) + " levels");
+  }
+  json j = json::from_msgpack(payload.begin(), payload.end(), /*strict=*/true,
+                              /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    malformed("not valid MessagePack (" + std::to_string(payload.size()) + " bytes)");
+  }
+  if (!j.is_object()) {
+    malformed("expected a map, got " + std::string(j.type_name()));
+  }
+  auto a = j.find("a");
+  auto k = j.find("k");
+  if (a == j.end() || !a->is_array()) {
+    malformed("expected an array 'a' of positional arguments");
+  }
+  if (k == j.end() || !k->is_object()) {
+    malformed("expected a map 'k' of named arguments");
+  }
+  return EventArgs{std::move(*a), std::move(*k)};
+}
+
+}  // namespace ditask::detail::mesh

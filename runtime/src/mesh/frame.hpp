@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+// The mesh wire format: one fixed 32-byte little-endian header, then the topic, then the payload.
+//
+//   offset size field
+//        0    4 magic "DTSK"
+//        4    1 version (kWireVersion)
+//        5    1 frame type (FrameType)
+//        6    2 flags (0 for now; ignored when decoding)
+//        8    8 sender node id
+//       16    8 sequence number
+//       24    2 topic length in bytes
+//       26    2 reserved (must be 0)
+//       28    4 payload length in bytes
+//
+// Pure code: no sockets, no threads. The DITASK_API marks only make these visible to the unit tests
+// (the runtime library hides everything else).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ditask/event_args.hpp"
+#include "ditask/export.hpp"
+
+namespace ditask::detail::mesh {
+
+/// Size of the fixed frame header.
+inline constexpr std::size_t kHeaderSize = 32;
+/// The only wire version this build speaks.
+inline constexpr std::uint8_t kWireVersion = 1;
+/// Longest topic a header can describe.
+inline constexpr std::size_t kMaxTopicBytes = 0xFFFF;
+/// Longest payload a header can describe (4 GiB - 1).
+inline constexpr std::size_t kMaxPayloadBytes = 0xFFFF'FFFF;
+
+/// What a frame carries. Values are on the wire: never renumber.
+enum class FrameType : std::uint8_t { hello = 1, event = 2, bye = 3, ack = 4, ping = 5 };
+
+/// One decoded (or to-be-encoded) frame.
+struct Frame {
+  FrameType type = FrameType::event;
+  std::uint16_t flags = 0;
+  std::uint64_t sender = 0;
+  std::uint64_t seq = 0;
+  std::string topic;
+  std::vector<std::uint8_t> payload;
+
+  bool operator==(const Frame&) const = default;
+};
+
+/// The fixed-size part of a frame, without its topic and payload bytes.
+struct FrameHeader {
+  FrameType type = FrameType::event;
+  std::uint16_t flags = 0;
+  std::uint64_t sender = 0;
+  std::uint64_t seq = 0;
+  std::size_t topic_bytes = 0;
+  std::size_t payload_bytes = 0;
+};
+
+/// The header of `frame` (its topic and payload sizes included).
+DITASK_API FrameHeader header_of(const Frame& frame) noexcept;
+
+/// The 32 header bytes, so a writer can send header + topic + payload as one buffer sequence
+/// without copying the payload. Errors: ditask::Error when the topic or payload is too long.
+DITASK_API std::array<std::uint8_t, kHeaderSize> encode_header(const FrameHeader& header);
+
+/// The whole frame as one contiguous buffer. Errors: as encode_header.
+DITASK_API std::vector<std::uint8_t> encode(const Frame& frame);
+
+/// A parsed header, or why it was refused.
+struct HeaderResult {
+  FrameHeader header;
+  std::optional<std::string> error;
+};
+
+/// Parses and validates 32 header bytes: magic, version, type, reserved field, and topic + payload
+/// no longer than `max_frame_bytes`. For readers that read the header and the body separately.
+DITASK_API HeaderResult decode_header(std::span<const std::uint8_t, kHeaderSize> bytes,
+                                      std::size_t max_frame_bytes);
+
+/// What one FrameDecoder::feed produced: the frames completed by these bytes (in order) and, when
+/// the stream turned out to be invalid, what was wrong.
+struct DecodeResult {
+  std::vector<Frame> frames;
+  std::optional<std::string> error;
+};
+
+/// Turns a byte stream, cut into chunks of any size, into frames. Buffers at most one frame: never
+/// more than kHeaderSize + max_frame_bytes, whatever a header claims.
+/// Thread: one owner (the connection's reader). After an error it is poisoned: every later feed
+/// returns the same error and no frames, and the caller closes the connection.
+class DITASK_API FrameDecoder {
+ public:
+  /// `max_frame_bytes` bounds topic + payload of one frame.
+  explicit FrameDecoder(std::size_t max_frame_bytes);
+
+  /// Appends `bytes`; returns the frames they complete. Frames completed before an invalid header
+  /// in the same chunk are returned together with the error. Errors: in the result, never thrown
+  /// for bad input (std::bad_alloc may still escape).
+  DecodeResult feed(std::span<const std::uint8_t> bytes);
+
+  /// True once feed has reported an error.
+  bool poisoned() const noexcept { return error_.has_value(); }
+  /// Bytes of the partial frame held (header and body so far).
+  std::size_t buffered() const noexcept;
+
+ private:
+  /// Moves body bytes from `bytes` into current_; true when the frame is complete.
+  bool fill_body(std::span<const std::uint8_t>& bytes);
+
+  std::size_t max_frame_bytes_;
+  std::array<std::uint8_t, kHeaderSize> header_bytes_{};
+  std::size_t header_fill_ = 0;
+  std::optional<FrameHeader> header_;  // set while the body is being read
+  Frame current_;
+  std::optional<std::string> error_;
+};
+
+/// Deepest array/map nesting decode_event_args accepts.
+inline constexpr std::size_t kMaxNesting = 256;
+
+/// The payload of an event frame: MessagePack of {"a": args, "k": kwargs}; binary arguments stay
+/// MessagePack bin. Errors: none for values EventArgs can hold.
+DITASK_API std::vector<std::uint8_t> encode_event_args(const EventArgs& args);
+
+/// Parses an event payload. Errors: ditask::Error "malformed event payload: ..." for anything but
+/// a map with an array "a" and a map "k" (extra keys are ignored), and for nesting deeper than
+/// kMaxNesting, so hostile input cannot exhaust the stack.
+DITASK_API EventArgs decode_event_args(std::span<const std::uint8_t> payload);
+
+}  // namespace ditask::detail::mesh
