@@ -190,20 +190,12 @@ bool wait_process_gone(pid_t pid, std::chrono::milliseconds timeout) {
     if (errno == ESRCH) {
       return true;
     }
-  } else {
-    pollfd exited{fd, POLLIN, 0};
-    const int ready = ::poll(&exited, 1, static_cast<int>(timeout.count()));
-    ::close(fd);
-    return ready == 1;
+    FAIL("pidfd_open(" << pid << ") failed: " << std::strerror(errno));
   }
-  const auto deadline = Clock::now() + timeout;  // no pidfd (old kernel): poll the state
-  while (!process_gone(pid)) {
-    if (Clock::now() >= deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(milliseconds(20));  // polling a condition, bounded by `timeout`
-  }
-  return true;
+  pollfd exited{fd, POLLIN, 0};
+  const int ready = ::poll(&exited, 1, static_cast<int>(timeout.count()));
+  ::close(fd);
+  return ready == 1;
 }
 
 // --- DitaskProcess -----------------------------------------------------------------------------

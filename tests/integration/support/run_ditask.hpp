@@ -61,7 +61,7 @@ std::vector<pid_t> numbers_after(const std::string& text, const std::string& mar
 /// True when `pid` no longer exists (or is a zombie nobody reaped). Does not wait.
 bool process_gone(pid_t pid);
 
-/// Polls process_gone(pid) every 20 ms for at most `timeout`; true once it is gone.
+/// Waits (pidfd, no polling) at most `timeout` for `pid` to exit; true once it is gone.
 bool wait_process_gone(pid_t pid, std::chrono::milliseconds timeout);
 
 /// A ditask run the test interacts with while it runs (signals). Single-threaded: output is

@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "error_of.hpp"
 #include "fixtures.hpp"
 
 #include "ditask/error.hpp"
@@ -29,6 +30,7 @@ using ditask::launcher::Source;
 
 namespace {
 
+using ditask::test::error_of;
 using ditask::test::TempDir;
 
 using Env = std::map<std::string, std::string>;
@@ -37,18 +39,6 @@ using Env = std::map<std::string, std::string>;
 Options resolve(RawValues values, const Env& env = {}) {
   values.emplace("package", "./libfoo.so");
   return resolve_options(values, env);
-}
-
-/// The ditask::Error that `fn` throws (the test fails when it throws none or another type).
-template <class F>
-ditask::Error error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const ditask::Error& e) {
-    return e;
-  }
-  FAIL("expected a ditask::Error");
-  return ditask::Error("unreachable");
 }
 
 /// The error resolving the command line `values` (plus a package) throws.

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "error_of.hpp"
 #include "fixtures.hpp"
 
 #include <ditask/ditask.hpp>
@@ -20,6 +21,7 @@ using Catch::Matchers::StartsWith;
 
 namespace {
 
+using ditask::test::error_of;
 using ditask::test::TempDir;
 
 const std::string kModuleDir = DITASK_MODULE_DIR;
@@ -32,18 +34,6 @@ struct InDirectory {
   ~InDirectory() { fs::current_path(old); }
   fs::path old;
 };
-
-/// The ditask::Error that `fn` throws (the test fails when it throws none).
-template <class F>
-ditask::Error error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const ditask::Error& e) {
-    return e;
-  }
-  FAIL("expected a ditask::Error");
-  return ditask::Error("unreachable");
-}
 
 }  // namespace
 
