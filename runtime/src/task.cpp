@@ -5,9 +5,33 @@
 
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
+#include "start_hook.hpp"
 #include "task_impl.hpp"
 
 namespace ditask {
+
+namespace detail {
+namespace {
+std::mutex g_start_hook_mutex;
+std::function<void()> g_start_hook;  // guarded by g_start_hook_mutex
+}  // namespace
+
+void set_start_hook(std::function<void()> hook) {
+  std::lock_guard lock(g_start_hook_mutex);
+  g_start_hook = std::move(hook);
+}
+
+void run_start_hook() {
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(g_start_hook_mutex);
+    hook = g_start_hook;
+  }
+  if (hook) {
+    hook();
+  }
+}
+}  // namespace detail
 
 void throw_not_running() {
   throw Error("task is not running", "call ditask::task().start() first and keep its guard alive");
@@ -26,6 +50,7 @@ Task::Task() : impl_(std::make_unique<Impl>()) {}
 Task::~Task() { stop(); }
 
 Running Task::start(StartOptions options) {
+  detail::run_start_hook();
   if (options.n_async_workers < 1) {
     throw Error("n_async_workers must be at least 1, got " + std::to_string(options.n_async_workers));
   }

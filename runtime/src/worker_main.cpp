@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Worker mode: environment contract -> router -> module entry -> exit code.
 #include <atomic>
+#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "ditask/runtime/worker.hpp"
 #include "ditask/runtime/write_all.hpp"
 #include "ditask/task.hpp"
+#include "start_hook.hpp"
 
 extern char** environ;  // NOLINT: POSIX, declared by no standard header
 
@@ -46,21 +48,32 @@ void block_user_signals() noexcept {
 }
 
 // Turns SIGUSR1/SIGUSR2 into local events "SIGUSR1"/"SIGUSR2" while the task runs.
-// Thread: one own thread, blocked in sigwait(); the destructor wakes and joins it.
+// Thread: one own thread, blocked in sigwait(), started when the task first starts (a signal
+// that comes earlier stays pending until then); the destructor wakes and joins it.
 class SignalEvents {
  public:
-  SignalEvents() : thread_([this] { loop(); }) {}
+  SignalEvents() {
+    detail::set_start_hook([this] { std::call_once(started_, [this] { start(); }); });
+  }
   ~SignalEvents() {
-    stopping_ = true;
-    pthread_kill(thread_.native_handle(), SIGUSR1);
-    thread_.join();
+    detail::set_start_hook({});
+    if (thread_.joinable()) {
+      stopping_ = true;
+      pthread_kill(thread_.native_handle(), SIGUSR1);
+      thread_.join();
+    }
   }
   SignalEvents(const SignalEvents&) = delete;
   SignalEvents& operator=(const SignalEvents&) = delete;
 
  private:
+  void start() {
+    thread_ = std::thread([this] { loop(); });
+  }
+
   void loop() {
     const sigset_t set = user_signals();
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);  // sigwait needs them blocked in this thread
     for (;;) {
       int sig = 0;
       if (sigwait(&set, &sig) != 0) {
@@ -88,6 +101,7 @@ class SignalEvents {
   }
 
   std::atomic<bool> stopping_{false};
+  std::once_flag started_;
   std::thread thread_;
 };
 
