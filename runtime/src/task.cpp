@@ -50,7 +50,6 @@ Task::Task() : impl_(std::make_unique<Impl>()) {}
 Task::~Task() { stop(); }
 
 Running Task::start(StartOptions options) {
-  detail::run_start_hook();
   if (options.n_async_workers < 1) {
     throw Error("n_async_workers must be at least 1, got " + std::to_string(options.n_async_workers));
   }
@@ -58,6 +57,14 @@ Running Task::start(StartOptions options) {
       [impl = impl_.get()](const std::string& event, std::exception_ptr error) {
         impl->on_handler_error(event, error);
       });
+  start_locked(std::move(options), std::move(bus));
+  // After `running` is set: a SIGUSR1 that came before start() becomes an event now instead of
+  // being dropped as "task not running".
+  detail::run_start_hook();
+  return Running(this);
+}
+
+void Task::start_locked(StartOptions options, std::shared_ptr<detail::EventBus> bus) {
   std::lock_guard lock(impl_->mutex);
   if (impl_->running) {
     throw Error("task is already running", "stop it (destroy the guard start() returned) first");
@@ -83,7 +90,6 @@ Running Task::start(StartOptions options) {
   impl_->roles.clear();
   impl_->task_lock = Lock();
   impl_->running = true;
-  return Running(this);
 }
 
 void Task::stop() noexcept {

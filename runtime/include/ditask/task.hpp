@@ -235,6 +235,7 @@ class DITASK_API Task {
  private:
   struct Impl;
 
+  void start_locked(StartOptions options, std::shared_ptr<detail::EventBus> bus);
   HandlerId add_handler(std::string event, RawHandler handler, bool once);
   void add_middleware(Middleware fn, std::optional<Lock> lock);
   void forward_middleware(Middleware fn);
