@@ -75,7 +75,7 @@ class Supervisor {
  public:
   Supervisor(const Options& options, const Plan& plan, const ListenSockets& sockets,
              const WorkerCommand& command, const std::map<std::string, std::string>& environment)
-      : options_(options), plan_(plan), sockets_(sockets), command_(command), environment_(environment),
+      : options_(options), plan_(plan), sockets_(sockets), command_(command),
         signals_(ctx_, SIGINT, SIGTERM, SIGQUIT), forwarded_(ctx_, SIGUSR1, SIGUSR2, SIGHUP),
         children_(ctx_, SIGCHLD), grace_timer_(ctx_), final_timer_(ctx_), timeout_timer_(ctx_) {
     // What every worker inherits, computed once: the launcher's environment without stale
@@ -86,7 +86,7 @@ class Supervisor {
         contract_names.insert(entry.first);
       }
     }
-    for (const auto& [key, value] : worker_environment(environment_, {})) {
+    for (const auto& [key, value] : worker_environment(environment, {})) {
       if (contract_names.count(key) == 0) {
         base_env_.push_back(key + "=" + value);
       }
@@ -122,7 +122,6 @@ class Supervisor {
   const Plan& plan_;
   const ListenSockets& sockets_;
   const WorkerCommand& command_;
-  const std::map<std::string, std::string>& environment_;
   asio::signal_set signals_;
   asio::signal_set forwarded_;
   asio::signal_set children_;
