@@ -22,7 +22,7 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 # The Debian 12 packages of the core build; the README's one-liner lists the same.
 DITASK_PACKAGES=(g++ cmake make libboost1.81-dev nlohmann-json3-dev libcli11-dev catch2 ccache
-                 pkg-config)
+                 pkg-config libssl-dev)
 
 # CMake uses ccache by itself when it is installed (CMakeLists.txt). These let ccache cache
 # translation units that use the precompiled headers instead of passing them through.

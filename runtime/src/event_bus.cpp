@@ -9,6 +9,11 @@
 
 namespace ditask::detail {
 
+namespace {
+constexpr std::size_t kMaxParkedEvents = 65536;
+constexpr std::size_t kMaxParkedBytes = 64u << 20;
+}  // namespace
+
 EventBus::EventBus(ErrorSink sink) : sink_(std::move(sink)) {}
 
 EventBus::~EventBus() { stop(); }
@@ -32,7 +37,14 @@ void EventBus::stop() noexcept {
       thread_.join();
     }
   }
+  std::vector<Job> parked;
   std::lock_guard lock(mutex_);
+  for (auto& [event, jobs] : parked_) {
+    parked.insert(parked.end(), std::make_move_iterator(jobs.begin()), std::make_move_iterator(jobs.end()));
+  }
+  parked_.clear();
+  parked_count_ = parked_bytes_ = 0;
+  drop_parked(parked);
   abort_ = true;
   abort_all_waiters_locked();
   for (auto& [event, entries] : handlers_) {
@@ -50,8 +62,103 @@ std::uint64_t EventBus::add(std::string event, RawHandler fn, bool once) {
   entry->id = id;
   entry->fn = std::move(fn);
   entry->once = once;
-  handlers_[std::move(event)].push_back(std::move(entry));
+  handlers_[event].push_back(std::move(entry));
+  release_parked_locked(event);
   return id;
+}
+
+void EventBus::release_parked_locked(const std::string& event) {
+  auto it = parked_.find(event);
+  if (it == parked_.end()) {
+    return;
+  }
+  for (auto& job : it->second) {
+    parked_count_ -= 1;
+    parked_bytes_ -= job.bytes;
+    queue_.push_back(std::move(job));
+    ++posted_;
+  }
+  parked_.erase(it);
+  queued_.notify_one();
+}
+
+void EventBus::drop_parked(std::vector<Job>& jobs) noexcept {
+  for (auto& job : jobs) {
+    if (job.receipt) {
+      job.receipt->done(job.seq, 0, false);  // acknowledged when held: this only counts it
+    }
+  }
+}
+
+void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
+  std::vector<std::pair<std::shared_ptr<Receipt>, RemoteEvent*>> held;
+  std::vector<RemoteEvent*> refused;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& e : events) {
+      if (stopping_) {
+        refused.push_back(&e);
+        continue;
+      }
+      if (parking_ && handlers_.find(e.event) == handlers_.end()) {
+        if (parked_count_ >= kMaxParkedEvents || parked_bytes_ + e.bytes > kMaxParkedBytes) {
+          if (!warned_park_full_) {
+            warned_park_full_ = true;
+            DITASK_LOG(warn, "events") << "more than " << kMaxParkedEvents << " events (or "
+                                       << (kMaxParkedBytes >> 20)
+                                       << " MiB) arrived before a handler for them was registered; "
+                                          "dropping the excess (register handlers before run())";
+          }
+          refused.push_back(&e);
+          continue;
+        }
+        ++parked_count_;
+        parked_bytes_ += e.bytes;
+        held.emplace_back(e.receipt, &e);
+        parked_[e.event].push_back(Job{e.event, std::move(e.args), e.receipt, e.seq, e.bytes});
+        continue;
+      }
+      queue_.push_back(Job{std::move(e.event), std::move(e.args), std::move(e.receipt), e.seq, e.bytes});
+      ++posted_;
+    }
+  }
+  queued_.notify_one();
+  for (auto& [receipt, e] : held) {
+    if (receipt) {
+      receipt->done(e->seq, e->bytes, true);  // held by the process: acknowledged
+    }
+  }
+  for (auto* e : refused) {
+    if (e->receipt) {
+      e->receipt->done(e->seq, e->bytes, false);
+    }
+  }
+}
+
+void EventBus::close_parking() {
+  std::vector<Job> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    if (!parking_) {
+      return;
+    }
+    parking_ = false;
+    for (auto& [event, jobs] : parked_) {
+      dropped.insert(dropped.end(), std::make_move_iterator(jobs.begin()), std::make_move_iterator(jobs.end()));
+    }
+    parked_.clear();
+    parked_count_ = parked_bytes_ = 0;
+  }
+  if (!dropped.empty()) {
+    DITASK_LOG(debug, "events") << dropped.size()
+                                << " remote events had no handler when the startup window closed";
+  }
+  drop_parked(dropped);
+}
+
+std::size_t EventBus::parked() const {
+  std::lock_guard lock(mutex_);
+  return parked_count_;
 }
 
 std::size_t EventBus::remove_matching(std::string_view pattern) {
@@ -133,12 +240,15 @@ void EventBus::dispatch_loop() {
       done_.notify_all();
       return;
     }
-    Job job = std::move(queue_.front());
-    queue_.pop_front();
+    std::deque<Job> batch;
+    batch.swap(queue_);
     lock.unlock();
-    dispatch(job);
+    for (const auto& job : batch) {
+      dispatch(job);
+    }
+    batch.clear();
     lock.lock();
-    ++dispatched_;
+    dispatched_ = posted_ - queue_.size();
     done_.notify_all();
   }
 }
@@ -171,21 +281,27 @@ void EventBus::dispatch(const Job& job) {
   {
     std::lock_guard lock(mutex_);
     auto it = handlers_.find(job.event);
-    if (it == handlers_.end()) {
-      DITASK_LOG(trace, "events") << "no handler for event '" << job.event << "'";
-      return;
+    if (it != handlers_.end()) {
+      entries = it->second;
     }
-    entries = it->second;
   }
+  bool handled = false;
   for (auto& entry : entries) {
     if (!claim(*entry)) {
       continue;
     }
+    handled = true;
     try {
       entry->fn(job.args);
     } catch (...) {
       sink_(job.event, std::current_exception());
     }
+  }
+  if (!handled) {
+    DITASK_LOG(trace, "events") << "no handler for event '" << job.event << "'";
+  }
+  if (job.receipt) {
+    job.receipt->done(job.seq, job.bytes, handled);
   }
 }
 
@@ -213,7 +329,8 @@ std::shared_ptr<WaitState> EventBus::add_waiter(std::string event) {
   entry->once = true;
   entry->waiter = state;
   state->handler_id = entry->id;
-  handlers_[std::move(event)].push_back(std::move(entry));
+  handlers_[event].push_back(std::move(entry));
+  release_parked_locked(event);
   return state;
 }
 

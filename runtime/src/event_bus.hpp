@@ -17,6 +17,7 @@
 
 #include "ditask/event_args.hpp"
 #include "ditask/handler.hpp"
+#include "remote_event.hpp"
 
 namespace ditask::detail {
 
@@ -59,6 +60,14 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
 
   /// Queues an event; false once stopped.
   bool post(std::string event, EventArgs args);
+  /// Queues events from peers, in order. While the startup window is open, an event with no
+  /// handler is held (bounded) until a handler for it is registered or the window closes.
+  /// Each receipt is told when the event ran, was held, or was dropped.
+  void post_remote(std::vector<RemoteEvent>&& events);
+  /// Ends the startup window: held events are dropped (and counted as unhandled).
+  void close_parking();
+  /// Events held now (a test aid).
+  std::size_t parked() const;
   /// Waits until every event queued before the call ran. No-op on the dispatcher thread.
   void drain();
   /// True on the dispatcher thread.
@@ -80,11 +89,16 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   struct Job {
     std::string event;
     EventArgs args;
+    std::shared_ptr<Receipt> receipt = nullptr;  // remote events only
+    std::uint64_t seq = 0;
+    std::size_t bytes = 0;
   };
 
   void dispatch_loop();
   void dispatch(const Job& job);
   void abort_all_waiters_locked();
+  void release_parked_locked(const std::string& event);
+  static void drop_parked(std::vector<Job>& jobs) noexcept;
   bool claim(Entry& entry);
 
   ErrorSink sink_;
@@ -99,6 +113,11 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   bool stopping_ = false;            // guarded by mutex_
   bool abort_ = false;               // guarded by mutex_
   bool finished_ = false;            // guarded by mutex_: the dispatcher loop has ended
+  bool parking_ = true;              // guarded by mutex_: the startup window is open
+  std::map<std::string, std::deque<Job>, std::less<>> parked_;  // guarded by mutex_
+  std::size_t parked_count_ = 0;     // guarded by mutex_
+  std::size_t parked_bytes_ = 0;     // guarded by mutex_
+  bool warned_park_full_ = false;    // guarded by mutex_
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};
 };

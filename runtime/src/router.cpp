@@ -3,6 +3,8 @@
 
 #include <mutex>
 
+#include "mesh/mesh.hpp"
+
 namespace ditask {
 
 struct Router::State {
@@ -37,6 +39,16 @@ std::int64_t Router::parallel_workers() const noexcept {
 std::set<std::string> Router::labels() const {
   std::lock_guard lock(state_->mutex);
   return state_->active ? state_->identity.labels : std::set<std::string>{};
+}
+
+std::vector<PeerInfo> Router::peers() const {
+  auto mesh = is_active() ? detail::mesh::worker_mesh(false) : nullptr;
+  return mesh ? mesh->peers() : std::vector<PeerInfo>{};
+}
+
+MeshStats Router::stats() const {
+  auto mesh = is_active() ? detail::mesh::worker_mesh(false) : nullptr;
+  return mesh ? mesh->stats() : MeshStats{};
 }
 
 void Router::activate(Identity identity) {

@@ -5,6 +5,7 @@
 
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
+#include "mesh/mesh.hpp"
 #include "start_hook.hpp"
 #include "task_impl.hpp"
 
@@ -33,6 +34,11 @@ void run_start_hook() {
 }
 }  // namespace detail
 
+namespace {
+/// How long an orderly stop waits for the peers' own finish.
+constexpr std::chrono::milliseconds kFinishWait{10'000};
+}  // namespace
+
 void throw_not_running() {
   throw Error("task is not running", "call ditask::task().start() first and keep its guard alive");
 }
@@ -57,11 +63,38 @@ Running Task::start(StartOptions options) {
       [impl = impl_.get()](const std::string& event, std::exception_ptr error) {
         impl->on_handler_error(event, error);
       });
-  start_locked(std::move(options), std::move(bus));
+  start_locked(std::move(options), bus);
+  try {
+    join_mesh(bus);
+  } catch (...) {
+    stop_as(true);
+    throw;
+  }
   // After `running` is set: a SIGUSR1 that came before start() becomes an event now instead of
   // being dropped as "task not running".
   detail::run_start_hook();
   return Running(this);
+}
+
+void Task::join_mesh(const std::shared_ptr<detail::EventBus>& bus) {
+  if (!impl_->router.is_active()) {
+    return;
+  }
+  auto mesh = detail::mesh::worker_mesh(true);
+  if (!mesh) {
+    return;
+  }
+  Impl* impl = impl_.get();
+  mesh->attach([bus, impl](std::vector<detail::RemoteEvent>&& events) {
+    for (const auto& e : events) {
+      // A peer's orderly stop ends this node's run() loop too (DI-engine's finish broadcast).
+      if (e.event == events::finish && e.args.kwargs.value("reason", std::string()) == "ok") {
+        impl->finish = true;
+      }
+    }
+    bus->post_remote(std::move(events));
+  });
+  mesh->wait_ready();
 }
 
 void Task::start_locked(StartOptions options, std::shared_ptr<detail::EventBus> bus) {
@@ -92,7 +125,24 @@ void Task::start_locked(StartOptions options, std::shared_ptr<detail::EventBus> 
   impl_->running = true;
 }
 
-void Task::stop() noexcept {
+void Task::stop() noexcept { stop_as(std::uncaught_exceptions() > 0); }
+
+void Task::stop_as(bool failing) noexcept {
+  if (auto mesh = running() && impl_->router.is_active() ? detail::mesh::worker_mesh(false) : nullptr) {
+    try {
+      EventArgs args = EventArgs::from(true, kw("reason", failing ? "failed" : "ok"),
+                                       kw("node_id", impl_->router.node_id()));
+      mesh->send(detail::mesh::SendTarget::all(), events::finish, args);
+      // What the peers emitted before their own stop still reaches this node's handlers.
+      if (!failing && !mesh->wait_peers_finished(kFinishWait)) {
+        DITASK_LOG(info, "task") << "stopping without the finish of every peer (waited "
+                                 << kFinishWait.count() / 1000 << " s)";
+      }
+    } catch (const std::exception& e) {
+      DITASK_LOG(warn, "task") << "could not tell the peers that this node finished: " << e.what();
+    }
+    mesh->detach();
+  }
   std::shared_ptr<detail::EventBus> bus;
   std::unique_ptr<detail::WorkerPool> pool;
   {

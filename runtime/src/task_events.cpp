@@ -3,6 +3,7 @@
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
 #include "ditask/task.hpp"
+#include "mesh/mesh.hpp"
 #include "task_impl.hpp"
 
 namespace ditask {
@@ -52,12 +53,34 @@ void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
     impl_->rethrow_handler_error();
   }
   if (scope != Scope::only_local && impl_->router.is_active()) {
-    // The mesh transport lands with the mesh issue; until then a worker has no peers to reach.
-    DITASK_LOG(trace, "events") << "no transport yet: '" << event << "' not sent to peers";
+    if (auto mesh = detail::mesh::worker_mesh(false)) {
+      mesh->send(detail::mesh::SendTarget::all(), event, args);
+    }
   }
   if (scope != Scope::only_remote && !bus->post(std::string(event), std::move(args))) {
     throw_not_running();
   }
+}
+
+void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
+                        std::string_view event, EventArgs args) {
+  auto bus = impl_->live_bus();
+  if (!bus->on_dispatcher_thread()) {
+    impl_->rethrow_handler_error();
+  }
+  auto mesh = impl_->router.is_active() ? detail::mesh::worker_mesh(false) : nullptr;
+  if (!mesh) {
+    if (node_id) {
+      throw Error("cannot emit '" + std::string(event) + "' to node " + std::to_string(*node_id) +
+                      ": this process is not a ditask worker",
+                  "run it with ditask --package ... --parallel-workers N");
+    }
+    return;
+  }
+  detail::mesh::SendTarget target;
+  target.node = node_id;
+  target.label = std::string(label_pattern);
+  mesh->send(target, event, args);
 }
 
 void Task::post_local(std::string_view event, EventArgs args) {
@@ -68,7 +91,9 @@ void Task::post_local(std::string_view event, EventArgs args) {
 
 Waiter Task::waiter(std::string event) {
   auto bus = impl_->live_bus();
-  return Waiter(bus->add_waiter(std::move(event)), bus);
+  Waiter w(bus->add_waiter(std::move(event)), bus);
+  bus->close_parking();  // after subscribing: a held event of this name is now the waiter's
+  return w;
 }
 
 std::optional<EventArgs> Task::wait_for(std::string event, std::chrono::milliseconds timeout) {

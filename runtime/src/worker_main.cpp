@@ -16,6 +16,8 @@
 #include "ditask/runtime/worker.hpp"
 #include "ditask/runtime/write_all.hpp"
 #include "ditask/task.hpp"
+#include "mesh/mesh.hpp"
+#include "mesh/settings.hpp"
 #include "start_hook.hpp"
 
 extern char** environ;  // NOLINT: POSIX, declared by no standard header
@@ -177,6 +179,8 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
     }
     task().router().activate(
         Router::Identity{env.node_id, env.local_id, env.parallel_workers, env.labels});
+    detail::mesh::set_worker_settings(
+        detail::mesh::mesh_settings(env, std::getenv("DITASK_TOKEN"), std::getenv("DITASK_LISTEN_FD")));
     entry = resolve(env);
   } catch (const std::exception& e) {
     print_error(e);
@@ -192,6 +196,7 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
   if (task().running()) {
     task().stop();  // the module returned without stopping it: run its queued handlers now
   }
+  detail::mesh::shutdown_worker_mesh();  // delivers what is still queued for peers, says bye
   flush_output();
   return code;
 }

@@ -5,10 +5,43 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "ditask/export.hpp"
 
 namespace ditask {
+
+/// Local events the runtime emits in a worker (handlers see them like any other event).
+namespace events {
+/// A peer completed the hello. Named arguments: node_id, attempt, labels (array), address.
+inline constexpr const char* peer_joined = "ditask.peer_joined";
+/// A peer that had joined is gone. Named arguments: node_id, attempt, reason ("bye" for an
+/// orderly leave, "connection lost", "replaced" when its restarted incarnation took over,
+/// "refused" when it refused our hello), lost (events queued for or in flight to it that it
+/// never acknowledged).
+inline constexpr const char* peer_left = "ditask.peer_left";
+/// Broadcast by Task::stop() of a peer: positional `true`; named reason ("ok" or "failed") and
+/// node_id. An "ok" finish from a peer sets Task::finish() here, so run() ends after its step.
+inline constexpr const char* finish = "finish";
+}  // namespace events
+
+/// A peer that completed the hello, as it described itself.
+struct PeerInfo {
+  std::int64_t node_id = 0;
+  std::int64_t attempt = 0;          ///< its DITASK_ATTEMPT (restart count)
+  std::set<std::string> labels;      ///< its --labels plus "node.<id>"
+  std::string address;               ///< the address it listens on
+};
+
+/// Event counters of this worker's mesh since it started.
+struct MeshStats {
+  std::uint64_t sent = 0;       ///< event frames written to peers (one per peer)
+  std::uint64_t acked = 0;      ///< of those, acknowledged by the peer
+  std::uint64_t received = 0;   ///< event frames received from peers
+  std::uint64_t lost = 0;       ///< queued for or in flight to a peer that left before acknowledging
+  std::uint64_t dropped = 0;    ///< not queued because the send queue was full (--send-policy drop)
+  std::uint64_t unhandled = 0;  ///< received with no handler registered, after the startup window
+};
 
 /// This process's place in a distributed job (DI-engine's `Parallel` as `task.router`).
 /// Inactive (node id 0, no labels) in a plain process; worker mode activates it before the
@@ -38,6 +71,11 @@ class DITASK_API Router {
   std::int64_t parallel_workers() const noexcept;
   /// Labels given by `--labels` (empty when inactive).
   std::set<std::string> labels() const;
+
+  /// Peers connected now (hello completed), by node id. Empty while inactive.
+  std::vector<PeerInfo> peers() const;
+  /// Counters of the mesh (all zero while inactive).
+  MeshStats stats() const;
 
   /// Makes the router active with `identity`. Called by worker mode, not by modules.
   void activate(Identity identity);

@@ -86,10 +86,14 @@ class DITASK_API Task {
   Task(const Task&) = delete;
   Task& operator=(const Task&) = delete;
 
-  /// Starts the task. Errors: ditask::Error when already running or n_async_workers < 1.
+  /// Starts the task. In a worker it joins the mesh and waits until every expected peer has
+  /// completed the hello (up to --startup-timeout). Errors: ditask::Error when already running,
+  /// n_async_workers < 1, or the mesh is not ready in time (naming the missing peers).
   [[nodiscard]] Running start(StartOptions options = {});
   /// Runs queued handlers, stops the dispatcher and pool, drops handlers, middleware and roles,
-  /// wakes pending waits. Idempotent. Thread: not from a handler or middleware.
+  /// wakes pending waits. In a worker it first broadcasts `finish` to the peers, with reason
+  /// "failed" while an exception unwinds the stack (e.g. from the guard's destructor), else
+  /// "ok". Idempotent. Thread: not from a handler or middleware.
   void stop() noexcept;
   /// True between start() and stop().
   bool running() const noexcept;
@@ -134,6 +138,22 @@ class DITASK_API Task {
   void emit_remote(std::string_view event, A&&... args) {
     emit_args(event, EventArgs::from(std::forward<A>(args)...), Scope::only_remote);
   }
+  /// Emits to one peer only (remote only). An event for a peer that is expected but not yet
+  /// connected is queued. Errors: as emit_args, and ditask::Error when `node_id` is neither a
+  /// peer nor expected.
+  template <class... A>
+  void emit_to_node(std::int64_t node_id, std::string_view event, A&&... args) {
+    emit_args_to(node_id, {}, event, EventArgs::from(std::forward<A>(args)...));
+  }
+  /// Emits to the connected peers having a label matching the fnmatch glob `pattern` (their
+  /// --labels and "node.<id>"); remote only. No match is not an error.
+  template <class... A>
+  void emit_to_label(std::string_view pattern, std::string_view event, A&&... args) {
+    emit_args_to(std::nullopt, pattern, event, EventArgs::from(std::forward<A>(args)...));
+  }
+  /// The untyped form of emit_to_node (`node_id`) and emit_to_label (`label_pattern`).
+  void emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
+                    std::string_view event, EventArgs args);
   /// The untyped form of emit.
   void emit_args(std::string_view event, EventArgs args, Scope scope = Scope::local_and_remote);
   /// Queues a local event without surfacing an earlier handler failure, which stays pending for
@@ -236,6 +256,8 @@ class DITASK_API Task {
   struct Impl;
 
   void start_locked(StartOptions options, std::shared_ptr<detail::EventBus> bus);
+  void join_mesh(const std::shared_ptr<detail::EventBus>& bus);
+  void stop_as(bool failing) noexcept;
   HandlerId add_handler(std::string event, RawHandler handler, bool once);
   void add_middleware(Middleware fn, std::optional<Lock> lock);
   void forward_middleware(Middleware fn);

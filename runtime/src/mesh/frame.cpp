@@ -170,7 +170,7 @@ HeaderResult decode_header(std::span<const std::uint8_t, kHeaderSize> bytes,
     return r;
   }
   if (p[5] < static_cast<std::uint8_t>(FrameType::hello) ||
-      p[5] > static_cast<std::uint8_t>(FrameType::ping)) {
+      p[5] > static_cast<std::uint8_t>(FrameType::auth)) {
     r.error = "unknown frame type " + std::to_string(p[5]);
     return r;
   }
@@ -249,8 +249,10 @@ DecodeResult FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
       // Exact sizes, checked against the limit above: a lying header cannot make us grow further.
       current_ = Frame{
           parsed.header.type, parsed.header.flags, parsed.header.sender, parsed.header.seq, {}, {}};
+      // Reserve what a lying header could cost us cheaply; larger bodies grow as bytes arrive.
+      constexpr std::size_t kMaxReserve = 16u << 20;
       current_.topic.reserve(parsed.header.topic_bytes);
-      current_.payload.reserve(parsed.header.payload_bytes);
+      current_.payload.reserve(std::min(parsed.header.payload_bytes, kMaxReserve));
     }
     if (!fill_body(bytes)) {
       break;
@@ -293,6 +295,29 @@ EventArgs decode_event_args(std::span<const std::uint8_t> payload) {
     malformed("expected a map 'k' of named arguments");
   }
   return EventArgs{std::move(*a), std::move(*k)};
+}
+
+std::vector<std::uint8_t> encode_bye(std::string_view reason) {
+  return nlohmann::json::to_msgpack(nlohmann::json{{"reason", std::string(reason)}});
+}
+
+std::string decode_bye(std::span<const std::uint8_t> payload) {
+  constexpr std::size_t kMaxReason = 1024;
+  if (nests_deeper_than(payload, 4)) {
+    return "no reason given";
+  }
+  try {
+    const auto j = nlohmann::json::from_msgpack(payload.begin(), payload.end());
+    if (j.is_object() && j.contains("reason") && j.at("reason").is_string()) {
+      auto reason = j.at("reason").get<std::string>();
+      if (reason.size() > kMaxReason) {
+        reason.resize(kMaxReason);
+      }
+      return reason;
+    }
+  } catch (const nlohmann::json::exception&) {
+  }
+  return "no reason given";
 }
 
 }  // namespace ditask::detail::mesh

@@ -22,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ditask/event_args.hpp"
@@ -39,7 +40,15 @@ inline constexpr std::size_t kMaxTopicBytes = 0xFFFF;
 inline constexpr std::size_t kMaxPayloadBytes = 0xFFFF'FFFF;
 
 /// What a frame carries. Values are on the wire: never renumber.
-enum class FrameType : std::uint8_t { hello = 1, event = 2, bye = 3, ack = 4, ping = 5 };
+///  hello: first frame each way, payload = encode_hello (hello.hpp).
+///  event: topic "task.<event>", payload = encode_event_args; seq counts events per connection from 1.
+///  bye:   orderly leave or refusal, payload = MessagePack {"reason": text}.
+///  ack:   seq = highest event seq the receiver has handed to its handlers; no payload.
+///  ping:  keep-alive, no payload.
+///  auth:  token proof (auth.hpp), payload = the proof bytes.
+enum class FrameType : std::uint8_t { hello = 1, event = 2, bye = 3, ack = 4, ping = 5, auth = 6 };
+/// Flag bit: an event a star hub relays for its original sender (header sender = that sender).
+inline constexpr std::uint16_t kFlagRelayed = 1;
 
 /// One decoded (or to-be-encoded) frame.
 struct Frame {
@@ -121,6 +130,11 @@ class DITASK_API FrameDecoder {
   Frame current_;
   std::optional<std::string> error_;
 };
+
+/// The payload of a bye frame: MessagePack {"reason": reason}.
+DITASK_API std::vector<std::uint8_t> encode_bye(std::string_view reason);
+/// The reason of a bye payload; "no reason given" for anything malformed (never throws for bad input).
+DITASK_API std::string decode_bye(std::span<const std::uint8_t> payload);
 
 /// Deepest array/map nesting decode_event_args accepts.
 inline constexpr std::size_t kMaxNesting = 256;

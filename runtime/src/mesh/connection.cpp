@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: MIT
+#include "connection.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
+#include "ditask/runtime/log.hpp"
+
+namespace ditask::detail::mesh {
+
+namespace asio = boost::asio;
+
+namespace {
+constexpr std::size_t kReadChunk = 256 * 1024;
+constexpr std::size_t kMaxBatchFrames = 1024;
+}  // namespace
+
+Link::Link(Socket socket, std::string peer, bool dialled, Owner& owner, std::size_t max_frame_bytes,
+           std::size_t queue_bytes, std::chrono::milliseconds hello_timeout)
+    : socket_(std::move(socket)),
+      dialled_(dialled),
+      owner_(owner),
+      hello_timer_(socket_.get_executor()),
+      linger_timer_(socket_.get_executor()),
+      decoder_(max_frame_bytes),
+      read_buffer_(kReadChunk),
+      queue_bytes_(queue_bytes),
+      inbound_limit_(queue_bytes),
+      peer_name_(std::move(peer)) {
+  hello_timer_.expires_after(hello_timeout);
+}
+
+Link::~Link() = default;
+
+std::string Link::peer() const {
+  std::lock_guard lock(mutex_);
+  return peer_name_;
+}
+
+void Link::set_peer_name(std::string name) {
+  std::lock_guard lock(mutex_);
+  peer_name_ = std::move(name);
+}
+
+void Link::start() {
+  auto self = shared_from_this();
+  hello_timer_.async_wait([self](const boost::system::error_code& ec) {
+    if (!ec && !self->established && !self->refused) {
+      DITASK_LOG(warn, "mesh") << "closing connection with " << self->peer()
+                               << ": no hello within the hello timeout";
+      self->close_now("no hello");
+    }
+  });
+  read_more();
+}
+
+void Link::stop_hello_timer() { hello_timer_.cancel(); }
+
+void Link::read_more() {
+  if (reading_) {
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) {
+      return;
+    }
+  }
+  if (inbound_bytes_.load() > inbound_limit_) {
+    read_paused_ = true;
+    // delivered() may have drained everything between the check and the flag.
+    if (inbound_bytes_.load() > inbound_limit_) {
+      return;
+    }
+    read_paused_ = false;
+  }
+  reading_ = true;
+  socket_.async_read_some(asio::buffer(read_buffer_),
+                          [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                            self->on_read(ec, n);
+                          });
+}
+
+void Link::on_read(const boost::system::error_code& ec, std::size_t n) {
+  reading_ = false;
+  if (ec) {
+    if (got_bye_) {
+      close_now(leave_close_reason_.empty() ? "bye" : leave_close_reason_);
+    } else if (!leave_close_reason_.empty()) {
+      close_now(leave_close_reason_);
+    } else {
+      close_now(ec == asio::error::eof ? "connection lost: the peer closed it"
+                                       : "connection lost: " + ec.message());
+    }
+    return;
+  }
+  auto result = decoder_.feed(std::span<const std::uint8_t>(read_buffer_.data(), n));
+  auto self = shared_from_this();
+  for (auto& frame : result.frames) {
+    if (frame.type == FrameType::ack) {
+      on_ack(frame.seq);
+      continue;
+    }
+    if (frame.type == FrameType::ping) {
+      continue;
+    }
+    if (frame.type == FrameType::bye) {
+      got_bye_ = true;
+      owner_.on_frame(self, std::move(frame));
+      continue;
+    }
+    if (frame.type == FrameType::event) {
+      inbound_bytes_ += frame.topic.size() + frame.payload.size();
+    }
+    owner_.on_frame(self, std::move(frame));
+    std::lock_guard lock(mutex_);
+    if (closed_) {
+      return;
+    }
+  }
+  owner_.on_read_batch_end(self);
+  if (result.error) {
+    DITASK_LOG(error, "mesh") << "closing connection with " << peer() << ": bad frame: " << *result.error;
+    close_now("bad frame: " + *result.error);
+    return;
+  }
+  read_more();
+}
+
+Link::Out Link::make_out(FrameType type, std::uint64_t sender, std::uint64_t seq, std::uint16_t flags,
+                         BodyPtr body) const {
+  FrameHeader h;
+  h.type = type;
+  h.flags = flags;
+  h.sender = sender;
+  h.seq = seq;
+  h.topic_bytes = body ? body->topic.size() : 0;
+  h.payload_bytes = body ? body->payload.size() : 0;
+  return Out{encode_header(h), std::move(body), type == FrameType::event};
+}
+
+void Link::schedule_write_locked(std::unique_lock<std::mutex>& lock) {
+  if (write_active_ || closed_) {
+    return;
+  }
+  write_active_ = true;
+  lock.unlock();
+  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->write_batch(); });
+}
+
+void Link::send_control(FrameType type, BodyPtr body) {
+  std::unique_lock lock(mutex_);
+  if (closed_ || leaving_) {
+    return;
+  }
+  auto out = make_out(type, 0, 0, 0, std::move(body));
+  if (type == FrameType::bye) {
+    leaving_ = true;
+  }
+  queue_.push_back(std::move(out));
+  schedule_write_locked(lock);
+}
+
+SendResult Link::send_event(const BodyPtr& body, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
+                            std::chrono::steady_clock::time_point deadline) {
+  const std::size_t size = body->size() + kHeaderSize;
+  std::unique_lock lock(mutex_);
+  auto fits = [&] { return closed_ || leaving_ || queued_bytes_ == 0 || queued_bytes_ + size <= queue_bytes_; };
+  if (!fits()) {
+    if (drop_when_full) {
+      return SendResult::dropped;
+    }
+    if (!changed_.wait_until(lock, deadline, fits)) {
+      return SendResult::timed_out;
+    }
+  }
+  if (closed_ || leaving_) {
+    return SendResult::closed;
+  }
+  queued_bytes_ += size;
+  queue_.push_back(make_out(FrameType::event, sender, ++next_seq_, flags, body));
+  schedule_write_locked(lock);
+  return SendResult::queued;
+}
+
+void Link::send_events_unbounded(const std::vector<BodyPtr>& bodies, std::uint64_t sender) {
+  std::unique_lock lock(mutex_);
+  if (closed_ || leaving_ || bodies.empty()) {
+    return;
+  }
+  for (const auto& body : bodies) {
+    queued_bytes_ += body->size() + kHeaderSize;
+    queue_.push_back(make_out(FrameType::event, sender, ++next_seq_, 0, body));
+  }
+  schedule_write_locked(lock);
+}
+
+void Link::write_batch() {
+  std::vector<asio::const_buffer> buffers;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || queue_.empty()) {
+      write_active_ = false;
+      return;
+    }
+    writing_.clear();
+    while (!queue_.empty() && writing_.size() < kMaxBatchFrames) {
+      writing_.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+  }
+  buffers.reserve(writing_.size() * 3);
+  for (const auto& out : writing_) {
+    buffers.emplace_back(out.header.data(), out.header.size());
+    if (out.body) {
+      if (!out.body->topic.empty()) {
+        buffers.emplace_back(out.body->topic.data(), out.body->topic.size());
+      }
+      if (!out.body->payload.empty()) {
+        buffers.emplace_back(out.body->payload.data(), out.body->payload.size());
+      }
+    }
+  }
+  asio::async_write(socket_, buffers,
+                    [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+                      self->on_written(ec);
+                    });
+}
+
+void Link::on_written(const boost::system::error_code& ec) {
+  if (ec) {
+    close_now(leave_close_reason_.empty() ? "connection lost: " + ec.message() : leave_close_reason_);
+    return;
+  }
+  bool more = false;
+  bool sent_bye = false;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& out : writing_) {
+      if (out.event) {
+        queued_bytes_ -= out.body->size() + kHeaderSize;
+      }
+      sent_bye = sent_bye || (out.header[5] == static_cast<std::uint8_t>(FrameType::bye));
+    }
+    writing_.clear();
+    more = !queue_.empty() && !closed_;
+    if (!more) {
+      write_active_ = false;
+    }
+  }
+  changed_.notify_all();
+  if (sent_bye) {
+    boost::system::error_code ignored;
+    socket_.shutdown(Socket::shutdown_send, ignored);
+  }
+  if (more) {
+    write_batch();
+  }
+}
+
+void Link::close(std::string reason) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
+    self->close_now(reason);
+  });
+}
+
+void Link::leave(std::string reason, std::string close_reason, std::chrono::milliseconds linger) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), reason = std::move(reason),
+                                      close_reason = std::move(close_reason), linger]() mutable {
+    {
+      std::lock_guard lock(self->mutex_);
+      if (self->closed_) {
+        return;
+      }
+    }
+    self->leave_close_reason_ = close_reason;
+    self->send_control(FrameType::bye, std::make_shared<Body>(Body{"", encode_bye(reason)}));
+    self->linger_timer_.expires_after(linger);
+    self->linger_timer_.async_wait([self, close_reason](const boost::system::error_code& ec) {
+      if (!ec) {
+        self->close_now(close_reason);
+      }
+    });
+    self->read_more();  // a paused reader must still see the peer's end of stream
+  });
+}
+
+void Link::close_now(const std::string& reason) {
+  std::uint64_t lost = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) {
+      return;
+    }
+    closed_ = true;
+    lost = next_seq_ - acked_seq_;
+    queue_.clear();
+    queued_bytes_ = 0;
+  }
+  changed_.notify_all();
+  boost::system::error_code ignored;
+  hello_timer_.cancel();
+  linger_timer_.cancel();
+  socket_.shutdown(Socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  owner_.on_closed(shared_from_this(), reason, lost);
+}
+
+void Link::delivered(std::uint64_t seq, std::size_t bytes) noexcept {
+  {
+    std::lock_guard lock(delivered_mutex_);
+    if (seq == delivered_seq_ + 1) {
+      delivered_seq_ = seq;
+      while (!delivered_ahead_.empty() && *delivered_ahead_.begin() == delivered_seq_ + 1) {
+        delivered_seq_ = *delivered_ahead_.begin();
+        delivered_ahead_.erase(delivered_ahead_.begin());
+      }
+    } else if (seq > delivered_seq_) {
+      delivered_ahead_.insert(seq);
+    }
+  }
+  const std::size_t before = inbound_bytes_.fetch_sub(bytes);
+  const bool resume = read_paused_.load() && before - bytes <= inbound_limit_ / 2;
+  if (!ack_scheduled_.exchange(true) || resume) {
+    try {
+      asio::post(socket_.get_executor(), [self = shared_from_this(), resume] {
+        self->send_ack();
+        if (resume && self->read_paused_.exchange(false)) {
+          self->read_more();
+        }
+      });
+    } catch (...) {  // a closed io_context: nothing to acknowledge any more
+    }
+  }
+}
+
+void Link::done(std::uint64_t seq, std::size_t bytes, bool handled) noexcept {
+  if (!handled) {
+    owner_.on_unhandled();
+  }
+  delivered(seq, bytes);
+}
+
+void Link::send_ack() {
+  ack_scheduled_ = false;
+  std::uint64_t seq = 0;
+  {
+    std::lock_guard lock(delivered_mutex_);
+    seq = delivered_seq_;
+  }
+  if (seq <= ack_sent_) {
+    return;
+  }
+  ack_sent_ = seq;
+  std::unique_lock lock(mutex_);
+  if (closed_) {
+    return;
+  }
+  // Acks overtake queued events: they only tell the peer what it may forget.
+  auto out = make_out(FrameType::ack, 0, seq, 0, nullptr);
+  queue_.push_front(std::move(out));
+  schedule_write_locked(lock);
+}
+
+void Link::on_ack(std::uint64_t seq) {
+  {
+    std::lock_guard lock(mutex_);
+    if (seq > acked_seq_ && seq <= next_seq_) {
+      owner_.on_acked(seq - acked_seq_);
+      acked_seq_ = seq;
+    }
+  }
+  changed_.notify_all();
+}
+
+std::uint64_t Link::unacked() const {
+  std::lock_guard lock(mutex_);
+  return next_seq_ - acked_seq_;
+}
+
+bool Link::wait_acked(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_until(lock, deadline, [&] { return closed_ || acked_seq_ == next_seq_; }) &&
+         acked_seq_ == next_seq_;
+}
+
+}  // namespace ditask::detail::mesh

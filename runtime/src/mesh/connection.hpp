@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+// One mesh connection: a byte stream (TCP or Unix) carrying frames both ways.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "../remote_event.hpp"
+#include "frame.hpp"
+#include "hello.hpp"
+
+namespace ditask::detail::mesh {
+
+using Socket = boost::asio::generic::stream_protocol::socket;
+
+/// Topic and payload of one frame, shared (never copied) by the copies sent to several peers.
+struct Body {
+  std::string topic;
+  std::vector<std::uint8_t> payload;
+  /// Topic + payload bytes.
+  std::size_t size() const noexcept { return topic.size() + payload.size(); }
+};
+using BodyPtr = std::shared_ptr<const Body>;
+
+/// What Link::send_event did.
+enum class SendResult { queued, dropped, timed_out, closed };
+
+/// One connection. Reads frames and hands them to its Owner, writes queued frames in as few
+/// writes as possible. The send queue is bounded in bytes; event frames are numbered from 1 and
+/// acknowledged by the peer, so what a lost connection took with it is counted exactly.
+/// Thread: reading, writing and the Owner callbacks on the io thread; send_*, close and
+/// delivered() from any thread.
+class Link final : public Receipt, public std::enable_shared_from_this<Link> {
+ public:
+  /// Receives what a Link reads. Called on the io thread.
+  class Owner {
+   public:
+    virtual ~Owner() = default;
+    /// One complete frame (hello, auth, event, ...).
+    virtual void on_frame(const std::shared_ptr<Link>& link, Frame&& frame) = 0;
+    /// After the frames of one read; lets the owner hand events over in batches.
+    virtual void on_read_batch_end(const std::shared_ptr<Link>& link) = 0;
+    /// The link closed (once). `reason` is for people; `lost` events were never acknowledged.
+    virtual void on_closed(const std::shared_ptr<Link>& link, const std::string& reason, std::uint64_t lost) = 0;
+    /// The peer acknowledged `count` more events. Thread: io.
+    virtual void on_acked(std::uint64_t count) = 0;
+    /// A received event found no handler. Thread: the dispatcher.
+    virtual void on_unhandled() = 0;
+  };
+
+  /// `peer` names the other side in log lines until its hello arrives.
+  Link(Socket socket, std::string peer, bool dialled, Owner& owner, std::size_t max_frame_bytes,
+       std::size_t queue_bytes, std::chrono::milliseconds hello_timeout);
+  ~Link() override;
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+
+  /// Starts reading and the hello timer. Thread: io.
+  void start();
+
+  /// Queues a control frame (hello, auth, bye, ping); never waits, not counted against the bound.
+  void send_control(FrameType type, BodyPtr body);
+  /// Queues an event frame. When the queue is full: waits until `deadline` (wait policy), or
+  /// returns dropped at once (`drop`); returns closed when the link is gone.
+  SendResult send_event(const BodyPtr& body, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
+                        std::chrono::steady_clock::time_point deadline);
+  /// Queues events regardless of the bound (moving the early queue of a peer onto its link).
+  void send_events_unbounded(const std::vector<BodyPtr>& bodies, std::uint64_t sender);
+
+  /// Closes now (any thread). Owner::on_closed follows on the io thread.
+  void close(std::string reason);
+  /// Sends bye{reason}, stops writing, waits (at most `linger`) for the peer to close, then closes
+  /// with `close_reason`. Any thread.
+  void leave(std::string reason, std::string close_reason, std::chrono::milliseconds linger);
+
+  /// The receiver side of an event: its handlers ran (or it was dropped). Any thread.
+  void delivered(std::uint64_t seq, std::size_t bytes) noexcept;
+  /// Receipt: delivered(), and counts an unhandled event.
+  void done(std::uint64_t seq, std::size_t bytes, bool handled) noexcept override;
+  /// The peer acknowledged every event up to `seq`. Thread: io.
+  void on_ack(std::uint64_t seq);
+  /// Events queued or written and not yet acknowledged.
+  std::uint64_t unacked() const;
+  /// Waits until everything queued was acknowledged, or until `deadline`. Any thread but io.
+  bool wait_acked(std::chrono::steady_clock::time_point deadline);
+
+  /// The other side, for log lines: its address, then `node N (address)` after the hello.
+  std::string peer() const;
+  /// True when this side dialled.
+  bool dialled() const noexcept { return dialled_; }
+
+  // Handshake state, owned by the Mesh on the io thread.
+  std::optional<Hello> hello;          ///< the peer's hello
+  bool proof_ok = false;               ///< the peer's token proof checked (or none needed)
+  bool established = false;            ///< the peer joined through this link
+  bool refused = false;                ///< we refused the peer
+  std::string dial_address;            ///< the address dialled (dialled links)
+  std::string own_nonce;               ///< the nonce of our hello on this link
+  /// Closes now, calling Owner::on_closed before returning. Thread: io.
+  void close_here(const std::string& reason) { close_now(reason); }
+  /// Cancels the hello timer. Thread: io.
+  void stop_hello_timer();
+  /// Names the peer in later log lines. Thread: io.
+  void set_peer_name(std::string name);
+
+ private:
+  struct Out {
+    std::array<std::uint8_t, kHeaderSize> header;
+    BodyPtr body;
+    bool event;
+  };
+
+  void read_more();
+  void on_read(const boost::system::error_code& ec, std::size_t n);
+  void schedule_write_locked(std::unique_lock<std::mutex>& lock);
+  void write_batch();
+  void on_written(const boost::system::error_code& ec);
+  void close_now(const std::string& reason);
+  void send_ack();
+  Out make_out(FrameType type, std::uint64_t sender, std::uint64_t seq, std::uint16_t flags, BodyPtr body) const;
+
+  Socket socket_;
+  const bool dialled_;
+  Owner& owner_;
+  boost::asio::steady_timer hello_timer_;
+  boost::asio::steady_timer linger_timer_;
+  FrameDecoder decoder_;
+  std::vector<std::uint8_t> read_buffer_;
+  const std::size_t queue_bytes_;
+  const std::size_t inbound_limit_;
+
+  mutable std::mutex mutex_;            // guards the fields down to peer_name_
+  std::condition_variable changed_;     // room in the queue, acks, close
+  std::deque<Out> queue_;
+  std::vector<Out> writing_;            // the batch being written (io thread while active)
+  std::size_t queued_bytes_ = 0;        // queue_ + writing_ event bytes
+  bool write_active_ = false;           // a write is posted or in progress
+  bool closed_ = false;
+  bool leaving_ = false;                // bye queued: no more frames after it
+  std::uint64_t next_seq_ = 0;          // last event seq assigned
+  std::uint64_t acked_seq_ = 0;
+  std::string peer_name_;
+
+  // Inbound acknowledgements.
+  std::mutex delivered_mutex_;
+  std::uint64_t delivered_seq_ = 0;     // contiguous watermark, guarded by delivered_mutex_
+  std::set<std::uint64_t> delivered_ahead_;  // guarded by delivered_mutex_
+  std::uint64_t ack_sent_ = 0;          // io thread
+  std::atomic<bool> ack_scheduled_{false};
+  std::atomic<std::size_t> inbound_bytes_{0};
+  std::atomic<bool> read_paused_{false};
+  bool reading_ = false;                // io thread: a read is outstanding
+  bool got_bye_ = false;                // io thread
+  std::string bye_reason_;              // io thread
+  std::string leave_close_reason_;      // io thread
+};
+
+}  // namespace ditask::detail::mesh

@@ -1,0 +1,950 @@
+// SPDX-License-Identifier: MIT
+#include "mesh.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+
+#include "auth.hpp"
+#include "ditask/error.hpp"
+#include "ditask/runtime/log.hpp"
+
+namespace ditask::detail::mesh {
+
+namespace asio = boost::asio;
+using generic = asio::generic::stream_protocol;
+
+namespace {
+
+constexpr std::chrono::milliseconds kFirstBackoff{20};
+constexpr std::chrono::milliseconds kMaxBackoff{1000};
+constexpr std::chrono::milliseconds kRefuseLinger{1000};
+constexpr std::chrono::milliseconds kByeLinger{2000};
+constexpr std::chrono::milliseconds kMaxFlushWait{10'000};
+
+std::uint64_t random_instance() {
+  std::random_device random;
+  std::uint64_t value = 0;
+  while (value == 0) {
+    value = (static_cast<std::uint64_t>(random()) << 32) ^ random();
+  }
+  return value;
+}
+
+/// `tcp://ip:port` of a connected socket's peer, or "a local peer" for Unix sockets.
+std::string describe_peer(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    return "an unknown peer";
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+    return "tcp://" + std::string(text) + ":" + std::to_string(ntohs(in->sin_port));
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+    return "tcp://[" + std::string(text) + "]:" + std::to_string(ntohs(in6->sin6_port));
+  }
+  return "a local (ipc) peer";
+}
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", static_cast<double>(ms.count()) / 1000.0);
+  return text;
+}
+
+BodyPtr control_body(std::vector<std::uint8_t> payload) {
+  auto body = std::make_shared<Body>();
+  body->payload = std::move(payload);
+  return body;
+}
+
+bool labels_match(const std::set<std::string>& labels, const std::string& pattern) {
+  return std::any_of(labels.begin(), labels.end(), [&](const std::string& label) {
+    return ::fnmatch(pattern.c_str(), label.c_str(), 0) == 0;
+  });
+}
+
+}  // namespace
+
+Mesh::Mesh(MeshSettings settings) : settings_(std::move(settings)), acceptor_(io_) {
+  own_hello_.run_id = settings_.run_id;
+  own_hello_.run_id_explicit = settings_.run_id_explicit;
+  own_hello_.node_id = settings_.node_id;
+  own_hello_.attempt = settings_.attempt;
+  own_hello_.instance = random_instance();
+  own_hello_.labels = settings_.labels;
+  own_hello_.labels.insert("node." + std::to_string(settings_.node_id));
+  own_hello_.max_frame_bytes = settings_.max_frame_bytes;
+  own_hello_.listen = settings_.listen;
+  own_hello_.auth = !settings_.token.empty();
+
+  std::map<std::string, std::int64_t> node_at;
+  for (const auto& n : settings_.local_nodes) {
+    node_at[n.listen] = n.node_id;
+  }
+  for (const auto& address : settings_.dial) {
+    if (address == settings_.listen) {
+      self_delivery_ = true;  // DI-engine: a node that dials its own address hears its own emits
+      continue;
+    }
+    if (std::any_of(dests_.begin(), dests_.end(), [&](const Dest& d) { return d.address == address; })) {
+      continue;
+    }
+    Dest d;
+    d.address = address;
+    d.dial = true;
+    d.required = true;
+    if (auto it = node_at.find(address); it != node_at.end()) {
+      d.node = it->second;
+    }
+    dests_.push_back(std::move(d));
+  }
+  for (const auto& n : expected_inbound(settings_)) {
+    if (std::none_of(dests_.begin(), dests_.end(), [&](const Dest& d) { return d.node == n.node_id; })) {
+      Dest d;
+      d.node = n.node_id;
+      d.address = n.listen;
+      d.required = true;
+      dests_.push_back(std::move(d));
+    }
+  }
+}
+
+Mesh::~Mesh() { shutdown(); }
+
+bool Mesh::is_hub() const noexcept { return settings_.topology == "star" && settings_.local_id == 0; }
+
+void Mesh::open_listener() {
+  boost::system::error_code ec;
+  if (settings_.listen_fd >= 0) {
+    const int fd = settings_.listen_fd;
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // the module's own children must not inherit it
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+      throw Error("DITASK_LISTEN_FD=" + std::to_string(fd) + " is not a socket",
+                  "worker mode is started by the ditask launcher");
+    }
+    const int family = ss.ss_family;
+    acceptor_.assign(generic(family, family == AF_UNIX ? 0 : IPPROTO_TCP), fd, ec);
+    if (ec) {
+      throw Error("cannot use the listening socket of " + settings_.listen + ": " + ec.message());
+    }
+    return;
+  }
+  if (settings_.listen.empty()) {
+    return;  // dial only
+  }
+  const Address a = parse_address(settings_.listen);
+  generic::endpoint endpoint;
+  if (a.kind == Address::Kind::ipc) {
+    ::unlink(a.path.c_str());  // a stale socket file of an earlier run at this exact path
+    endpoint = generic::endpoint(asio::local::stream_protocol::endpoint(a.path));
+    bound_ipc_path_ = a.path;
+  } else {
+    asio::ip::tcp::resolver resolver(io_);
+    auto results = resolver.resolve(a.host, std::to_string(a.port), ec);
+    if (ec || results.empty()) {
+      throw Error("cannot resolve " + settings_.listen + ": " + ec.message());
+    }
+    endpoint = generic::endpoint(results.begin()->endpoint());
+  }
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec && a.kind == Address::Kind::tcp) {
+    acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  }
+  if (!ec) {
+    acceptor_.bind(endpoint, ec);
+  }
+  if (!ec) {
+    acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  }
+  if (ec) {
+    throw Error("cannot listen on " + settings_.listen + ": " + ec.message(),
+                "is another process using that address?");
+  }
+}
+
+void Mesh::start() {
+  open_listener();
+  work_.emplace(io_.get_executor());
+  if (acceptor_.is_open()) {
+    accept_next();
+  }
+  for (std::size_t i = 0; i < dests_.size(); ++i) {
+    if (dests_[i].dial) {
+      dests_[i].timer = std::make_shared<asio::steady_timer>(io_);
+      asio::post(io_, [this, i] { dial(i); });
+    }
+  }
+  thread_ = std::thread([this] {
+    for (;;) {
+      try {
+        io_.run();
+        return;
+      } catch (const std::exception& e) {
+        DITASK_LOG(error, "mesh") << "network thread: " << e.what();
+      }
+    }
+  });
+  DITASK_LOG(debug, "mesh") << "node " << settings_.node_id << " listening on " << settings_.listen << ", "
+                            << dests_.size() << " expected peers";
+}
+
+void Mesh::accept_next() {
+  acceptor_.async_accept([this](const boost::system::error_code& ec, generic::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) {
+      return;
+    }
+    if (ec) {
+      DITASK_LOG(warn, "mesh") << "accept on " << settings_.listen << " failed: " << ec.message();
+      auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
+      timer->async_wait([this, timer](const boost::system::error_code&) { accept_next(); });
+      return;
+    }
+    const std::string peer = describe_peer(socket.native_handle());
+    start_link(std::move(socket), peer, false, "");
+    accept_next();
+  });
+}
+
+void Mesh::dial(std::size_t i) {
+  std::string address;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ || dests_[i].link) {
+      return;
+    }
+    address = dests_[i].address;
+  }
+  const Address a = parse_address(address);
+  auto connect = std::make_shared<std::function<void(std::vector<generic::endpoint>, std::size_t)>>();
+  *connect = [this, i, address, connect](std::vector<generic::endpoint> endpoints, std::size_t k) {
+    auto socket = std::make_shared<generic::socket>(io_);
+    socket->async_connect(endpoints[k], [this, i, address, connect, socket, endpoints,
+                                         k](const boost::system::error_code& ec) {
+      if (ec) {
+        if (k + 1 < endpoints.size()) {
+          (*connect)(endpoints, k + 1);
+        } else {
+          dial_failed(i, ec.message());
+        }
+        return;
+      }
+      start_link(std::move(*socket), address, true, address);
+    });
+  };
+  if (a.kind == Address::Kind::ipc) {
+    (*connect)({generic::endpoint(asio::local::stream_protocol::endpoint(a.path))}, 0);
+    return;
+  }
+  auto resolver = std::make_shared<asio::ip::tcp::resolver>(io_);
+  resolver->async_resolve(a.host, std::to_string(a.port),
+                          [this, i, resolver, connect](const boost::system::error_code& ec,
+                                                       const asio::ip::tcp::resolver::results_type& results) {
+                            if (ec || results.empty()) {
+                              dial_failed(i, "cannot resolve the host: " + ec.message());
+                              return;
+                            }
+                            std::vector<generic::endpoint> endpoints;
+                            for (const auto& r : results) {
+                              endpoints.emplace_back(r.endpoint());
+                            }
+                            (*connect)(std::move(endpoints), 0);
+                          });
+}
+
+void Mesh::dial_failed(std::size_t i, const std::string& why) {
+  std::shared_ptr<asio::steady_timer> timer;
+  std::chrono::milliseconds wait{0};
+  {
+    std::lock_guard lock(mutex_);
+    Dest& d = dests_[i];
+    d.last_error = why;
+    if (stopping_) {
+      return;
+    }
+    d.backoff = std::clamp(d.backoff * 2, kFirstBackoff, kMaxBackoff);
+    wait = d.backoff;
+    timer = d.timer;
+  }
+  DITASK_LOG(debug, "mesh") << "dialling failed (" << why << "), again in " << wait.count() << " ms";
+  timer->expires_after(wait);
+  timer->async_wait([this, i](const boost::system::error_code& ec) {
+    if (!ec) {
+      dial(i);
+    }
+  });
+}
+
+void Mesh::start_link(Socket socket, std::string peer, bool dialled, std::string dial_address) {
+  boost::system::error_code ignored;
+  if (socket.local_endpoint(ignored).protocol().family() != AF_UNIX) {
+    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
+  }
+  auto link = std::make_shared<Link>(std::move(socket), std::move(peer), dialled, *this, settings_.max_frame_bytes,
+                                     settings_.send_queue_bytes, settings_.hello_timeout);
+  link->dial_address = std::move(dial_address);
+  link->own_nonce = make_nonce();
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      return;
+    }
+    links_.push_back(link);
+  }
+  link->start();
+  Hello hello = own_hello_;
+  hello.nonce = link->own_nonce;
+  link->send_control(FrameType::hello, control_body(encode_hello(hello)));
+}
+
+void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
+  switch (frame.type) {
+    case FrameType::hello:
+      on_hello(link, frame);
+      return;
+    case FrameType::auth:
+      on_auth(link, frame);
+      return;
+    case FrameType::event:
+      on_event(link, std::move(frame));
+      return;
+    case FrameType::bye: {
+      const std::string reason = decode_bye(frame.payload);
+      if (!link->established) {
+        DITASK_LOG(error, "mesh") << link->peer() << " refused this node: " << reason;
+        if (link->dialled()) {
+          std::lock_guard lock(mutex_);
+          for (auto& d : dests_) {
+            if (d.dial && d.address == link->dial_address) {
+              d.last_error = "it refused this node: " + reason;
+            }
+          }
+        }
+        link->close_here("refused by the peer: " + reason);
+      } else {
+        DITASK_LOG(debug, "mesh") << link->peer() << " said bye: " << reason;
+        link->close_here("bye");
+      }
+      return;
+    }
+    default:
+      return;  // acks and pings are the link's business
+  }
+}
+
+void Mesh::refuse(const std::shared_ptr<Link>& link, const std::string& why) {
+  DITASK_LOG(error, "mesh") << "refused " << link->peer() << ": " << why;
+  link->refused = true;
+  link->stop_hello_timer();
+  link->leave(why, "refused", kRefuseLinger);
+}
+
+void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {
+  if (link->hello) {
+    refuse(link, "a second hello");
+    return;
+  }
+  Hello h;
+  try {
+    h = decode_hello(frame.payload);
+  } catch (const std::exception& e) {
+    DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": " << e.what();
+    link->close_here(e.what());
+    return;
+  }
+  const std::string where = h.listen.empty() ? link->peer() : h.listen;
+  link->set_peer_name("node " + std::to_string(h.node_id) + " (" + where + ")");
+  Hello mine = own_hello_;
+  mine.nonce = link->own_nonce;
+  if (auto why = hello_refusal(mine, h)) {
+    refuse(link, *why);
+    return;
+  }
+  if (h.node_id == settings_.node_id) {
+    refuse(link, "node id " + std::to_string(h.node_id) + " is this node's own id (two workers with one node id?)");
+    return;
+  }
+  if (settings_.token.empty() && h.auth) {
+    refuse(link, "it requires a token and this node has none (--token or DITASK_TOKEN)");
+    return;
+  }
+  if (!settings_.token.empty() && !h.auth) {
+    refuse(link, "it has no token and this node requires one (--token or DITASK_TOKEN)");
+    return;
+  }
+  if (!settings_.token.empty() && h.nonce == link->own_nonce) {
+    refuse(link, "it replayed this node's nonce");
+    return;
+  }
+  link->hello = std::move(h);
+  if (settings_.token.empty()) {
+    link->proof_ok = true;
+    establish(link);
+    return;
+  }
+  if (link->dialled()) {  // the dialling side proves first; the accepting side after checking it
+    const auto proof = auth_proof(settings_.token, link->hello->nonce, link->own_nonce, settings_.node_id);
+    link->send_control(FrameType::auth, control_body(std::vector<std::uint8_t>(proof.begin(), proof.end())));
+  }
+}
+
+void Mesh::on_auth(const std::shared_ptr<Link>& link, const Frame& frame) {
+  if (!link->hello || settings_.token.empty() || link->proof_ok) {
+    refuse(link, "an unexpected auth frame");
+    return;
+  }
+  const std::string proof(frame.payload.begin(), frame.payload.end());
+  if (!verify_proof(settings_.token, link->own_nonce, link->hello->nonce, link->hello->node_id, proof)) {
+    refuse(link, "wrong token");
+    return;
+  }
+  link->proof_ok = true;
+  if (!link->dialled()) {
+    const auto own = auth_proof(settings_.token, link->hello->nonce, link->own_nonce, settings_.node_id);
+    link->send_control(FrameType::auth, control_body(std::vector<std::uint8_t>(own.begin(), own.end())));
+  }
+  establish(link);
+}
+
+Mesh::Dest* Mesh::find_dest_locked(const Hello& hello, const std::string& dial_address) {
+  for (auto& d : dests_) {
+    if (d.node == hello.node_id || (!dial_address.empty() && d.address == dial_address) ||
+        (!d.node && !hello.listen.empty() && d.address == hello.listen)) {
+      return &d;
+    }
+  }
+  return nullptr;
+}
+
+void Mesh::establish(const std::shared_ptr<Link>& link) {
+  const Hello& h = *link->hello;
+  std::shared_ptr<Link> old;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = joined_.find(h.node_id); it != joined_.end()) {
+      old = it->second.link;
+      const Hello& was = it->second.hello;
+      if (was.instance == h.instance) {
+        // Both sides dialled: keep the link dialled by the higher node id, on both sides alike.
+        const auto dialer = [&](const Link& l) { return l.dialled() ? settings_.node_id : h.node_id; };
+        if (dialer(*link) <= dialer(*old)) {
+          DITASK_LOG(debug, "mesh") << "closing a second link with " << link->peer();
+          link->refused = true;
+          link->leave("duplicate link", "duplicate link", kRefuseLinger);
+          return;
+        }
+      } else if (h.attempt <= was.attempt) {
+        old = nullptr;
+        refuse(link, "node " + std::to_string(h.node_id) + " is already connected (attempt " +
+                         std::to_string(was.attempt) + ", " + was.listen + "): duplicate node id");
+        return;
+      }
+    }
+  }
+  if (old) {
+    old->close_here("replaced");  // its peer_left comes before the new incarnation's peer_joined
+  }
+  link->established = true;
+  link->stop_hello_timer();
+  {
+    std::lock_guard lock(mutex_);
+    joined_[h.node_id] = Joined{link, h};
+    Dest* d = find_dest_locked(h, link->dial_address);
+    if (d == nullptr) {
+      dests_.push_back(Dest{});
+      d = &dests_.back();
+      d->address = h.listen;
+    }
+    d->node = h.node_id;
+    d->link = link;
+    d->backoff = std::chrono::milliseconds(0);
+    d->last_error.clear();
+    if (!d->joined_ever) {
+      d->joined_ever = true;
+      link->send_events_unbounded(d->early, static_cast<std::uint64_t>(settings_.node_id));
+      d->early.clear();
+      d->early_bytes = 0;
+    }
+    // A dest found by address may have a twin found by node id (both sides dialled): join both.
+    for (auto& other : dests_) {
+      if (&other != d && (other.node == h.node_id || (!other.node && other.address == h.listen))) {
+        other.node = h.node_id;
+        other.joined_ever = true;
+      }
+    }
+  }
+  changed_.notify_all();
+  DITASK_LOG(info, "mesh") << link->peer() << " joined (attempt " << h.attempt << ")";
+  hand_over({notice(events::peer_joined, h, "", 0)});
+}
+
+RemoteEvent Mesh::notice(const char* event, const Hello& hello, const std::string& reason,
+                         std::uint64_t lost) const {
+  RemoteEvent e;
+  e.event = event;
+  e.args.kwargs["node_id"] = hello.node_id;
+  e.args.kwargs["attempt"] = hello.attempt;
+  if (reason.empty()) {
+    e.args.kwargs["labels"] = hello.labels;
+    e.args.kwargs["address"] = hello.listen;
+  } else {
+    e.args.kwargs["reason"] = reason;
+    e.args.kwargs["lost"] = lost;
+  }
+  return e;
+}
+
+void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
+  const std::size_t bytes = frame.topic.size() + frame.payload.size();
+  if (!link->established) {
+    DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": an event before the hello";
+    link->close_here("an event before the hello");
+    return;
+  }
+  ++received_;
+  if (!frame.topic.starts_with("task.")) {
+    DITASK_LOG(debug, "mesh") << "ignoring topic '" << frame.topic << "' from " << link->peer();
+    link->done(frame.seq, bytes, false);
+    return;
+  }
+  RemoteEvent e;
+  try {
+    e.args = decode_event_args(frame.payload);
+  } catch (const std::exception& ex) {
+    DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": event '"
+                              << frame.topic.substr(5) << "': " << ex.what();
+    link->close_here("a malformed event");
+    return;
+  }
+  if (settings_.relay && is_hub() && (frame.flags & kFlagRelayed) == 0) {
+    auto body = std::make_shared<Body>(Body{frame.topic, std::move(frame.payload)});
+    relay(link, body, frame.sender);
+  }
+  e.event = frame.topic.substr(5);
+  e.receipt = link;
+  e.seq = frame.seq;
+  e.bytes = bytes;
+  batches_[link.get()].push_back(std::move(e));
+}
+
+void Mesh::relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::uint64_t sender) {
+  std::vector<std::pair<std::shared_ptr<Link>, std::uint64_t>> to;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [node, j] : joined_) {
+      if (j.link != from && static_cast<std::uint64_t>(node) != sender) {
+        to.emplace_back(j.link, j.hello.max_frame_bytes);
+      }
+    }
+  }
+  for (const auto& [link, limit] : to) {
+    if (body->size() > limit ||
+        link->send_event(body, sender, kFlagRelayed, true, std::chrono::steady_clock::now()) ==
+            SendResult::dropped) {
+      if (++dropped_ % 1000 == 1) {
+        DITASK_LOG(warn, "mesh") << "relay dropped an event for " << link->peer() << " (" << dropped_.load()
+                                 << " dropped so far): its send queue is full or the event too large";
+      }
+    } else {
+      ++sent_;
+    }
+  }
+}
+
+void Mesh::on_read_batch_end(const std::shared_ptr<Link>& link) {
+  auto it = batches_.find(link.get());
+  if (it == batches_.end()) {
+    return;
+  }
+  auto events = std::move(it->second);
+  batches_.erase(it);
+  if (events.empty()) {
+    return;
+  }
+  const bool finished = std::any_of(events.begin(), events.end(),
+                                    [](const RemoteEvent& e) { return e.event == events::finish; });
+  hand_over(std::move(events));
+  if (finished) {  // only now: everything it sent before its finish is with the task
+    {
+      std::lock_guard lock(mutex_);
+      if (auto j = joined_.find(link->hello->node_id); j != joined_.end() && j->second.link == link) {
+        j->second.finished = true;
+      }
+    }
+    changed_.notify_all();
+  }
+}
+
+void Mesh::hand_over(std::vector<RemoteEvent>&& events) {
+  std::unique_lock lock(sink_mutex_);
+  if (sink_) {
+    sink_(std::move(events));
+    return;
+  }
+  if (!had_sink_) {
+    prestart_.insert(prestart_.end(), std::make_move_iterator(events.begin()),
+                     std::make_move_iterator(events.end()));
+    return;
+  }
+  lock.unlock();
+  for (auto& e : events) {
+    if (e.receipt) {
+      e.receipt->done(e.seq, e.bytes, false);
+    }
+  }
+}
+
+void Mesh::attach(Sink sink) {
+  std::lock_guard lock(sink_mutex_);
+  sink_ = std::move(sink);
+  had_sink_ = true;
+  if (!prestart_.empty()) {
+    sink_(std::move(prestart_));
+    prestart_.clear();
+  }
+}
+
+void Mesh::detach() {
+  std::lock_guard lock(sink_mutex_);
+  sink_ = nullptr;
+}
+
+void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reason, std::uint64_t lost) {
+  on_read_batch_end(link);  // events read before the close (e.g. in the bye's read) still count
+  lost_ += lost;
+  std::optional<RemoteEvent> left;
+  std::optional<std::size_t> redial;
+  std::string redial_why;
+  {
+    std::lock_guard lock(mutex_);
+    std::erase(links_, link);
+    if (link->established) {
+      const std::int64_t node = link->hello->node_id;
+      if (auto it = joined_.find(node); it != joined_.end() && it->second.link == link) {
+        joined_.erase(it);
+        const std::string why = reason == "bye" || reason == "replaced" ? reason : "connection lost";
+        left = notice(events::peer_left, *link->hello, why, lost);
+        if (lost > 0 || why != "bye") {
+          DITASK_LOG(warn, "mesh") << link->peer() << " left (" << reason << "); " << lost
+                                   << " events sent to it were not acknowledged";
+        } else {
+          DITASK_LOG(info, "mesh") << link->peer() << " left (bye)";
+        }
+      }
+    }
+    for (std::size_t i = 0; i < dests_.size(); ++i) {
+      Dest& d = dests_[i];
+      if (d.link == link) {
+        d.link = nullptr;
+      }
+      if (d.dial && link->dialled() && d.address == link->dial_address && !stopping_ && !d.link) {
+        if (!link->established && d.last_error.empty()) {
+          d.last_error = reason;
+        }
+        redial = i;
+        redial_why = d.last_error.empty() ? reason : d.last_error;
+      }
+    }
+  }
+  changed_.notify_all();
+  if (left) {
+    hand_over({std::move(*left)});
+  }
+  if (redial) {
+    dial_failed(*redial, redial_why);
+  }
+}
+
+void Mesh::on_acked(std::uint64_t count) { acked_ += count; }
+
+void Mesh::on_unhandled() { ++unhandled_; }
+
+bool Mesh::ready_locked() const {
+  for (const auto& d : dests_) {
+    if (d.required && !d.joined_ever) {
+      return false;
+    }
+  }
+  if (settings_.topology == "mesh" && settings_.world_size &&
+      *settings_.world_size > static_cast<std::int64_t>(settings_.local_nodes.size())) {
+    std::set<std::int64_t> seen;
+    for (const auto& d : dests_) {
+      if (d.joined_ever && d.node) {
+        seen.insert(*d.node);
+      }
+    }
+    return static_cast<std::int64_t>(seen.size()) >= *settings_.world_size - 1;
+  }
+  return true;
+}
+
+std::vector<std::string> Mesh::missing_locked() const {
+  std::vector<std::string> out;
+  for (const auto& d : dests_) {
+    if (!d.required || d.joined_ever) {
+      continue;
+    }
+    std::string text = d.node ? "node " + std::to_string(*d.node) + " (" + d.address + ")" : d.address;
+    if (!d.dial) {
+      text += ": it has not dialled this node";
+    } else if (!d.last_error.empty()) {
+      text += ": " + d.last_error;
+    } else {
+      text += ": no hello yet";
+    }
+    out.push_back(std::move(text));
+  }
+  if (out.empty() && settings_.world_size) {
+    out.push_back("fewer than " + std::to_string(*settings_.world_size - 1) +
+                  " peers (--world-size) have connected");
+  }
+  return out;
+}
+
+void Mesh::wait_ready() {
+  const auto deadline = std::chrono::steady_clock::now() + settings_.startup_timeout;
+  std::unique_lock lock(mutex_);
+  if (changed_.wait_until(lock, deadline, [&] { return ready_locked(); })) {
+    return;
+  }
+  const auto missing = missing_locked();
+  std::string text;
+  for (const auto& m : missing) {
+    text += (text.empty() ? "" : "; ") + m;
+  }
+  throw Error("mesh not ready after " + seconds_text(settings_.startup_timeout) + ": node " +
+                  std::to_string(settings_.node_id) + " is still waiting for " + text,
+              "are those workers running and reachable? a slow start needs a longer --startup-timeout");
+}
+
+void Mesh::send(const SendTarget& target, std::string_view event, const EventArgs& args) {
+  auto body = std::make_shared<Body>();
+  body->topic = "task." + std::string(event);
+  body->payload = encode_event_args(args);
+  const std::size_t size = body->size();
+  const auto deadline = std::chrono::steady_clock::now() + settings_.send_timeout;
+  const bool to_self = self_delivery_ && (!target.node || *target.node == settings_.node_id) && target.label.empty();
+  std::vector<std::shared_ptr<Link>> links;
+  {
+    std::unique_lock lock(mutex_);
+    std::vector<Dest*> early;
+    bool found = false;
+    for (auto& d : dests_) {
+      if (target.node && d.node != target.node) {
+        continue;
+      }
+      if (d.link) {
+        if (!target.label.empty() && !labels_match(joined_.at(*d.node).hello.labels, target.label)) {
+          continue;
+        }
+        if (std::find(links.begin(), links.end(), d.link) == links.end()) {
+          links.push_back(d.link);
+        }
+        found = true;
+      } else if (!d.joined_ever && target.label.empty()) {
+        early.push_back(&d);
+        found = true;
+      }
+    }
+    if (target.node && !found && !(to_self && *target.node == settings_.node_id)) {
+      std::string known;
+      for (const auto& [node, j] : joined_) {
+        known += (known.empty() ? "" : ", ") + std::to_string(node);
+      }
+      throw Error("node " + std::to_string(*target.node) + " is not a peer of node " +
+                      std::to_string(settings_.node_id),
+                  known.empty() ? "no peer is connected" : "connected peers: " + known);
+    }
+    for (const auto& link : links) {
+      const auto limit = link->hello->max_frame_bytes;
+      if (size > limit) {
+        throw Error("event '" + std::string(event) + "' is " + std::to_string(size) + " bytes, more than " +
+                        link->peer() + " accepts (" + std::to_string(limit) + " bytes, its --max-frame-bytes)",
+                    "send smaller events or raise --max-frame-bytes on the receiving workers");
+      }
+    }
+    if (!early.empty() && size > settings_.max_frame_bytes) {
+      throw Error("event '" + std::string(event) + "' is " + std::to_string(size) +
+                      " bytes, more than --max-frame-bytes (" + std::to_string(settings_.max_frame_bytes) + ")",
+                  "send smaller events or raise --max-frame-bytes");
+    }
+    for (Dest* d : early) {
+      // Before a peer's first hello its events wait here, bounded like a send queue.
+      const auto room = [&] { return d->joined_ever || d->early_bytes == 0 || d->early_bytes + size <= settings_.send_queue_bytes; };
+      if (!room()) {
+        if (settings_.drop_when_full) {
+          ++dropped_;
+          continue;
+        }
+        if (!changed_.wait_until(lock, deadline, room)) {
+          throw Error("event '" + std::string(event) + "' waited " + seconds_text(settings_.send_timeout) +
+                          " for " + (d->node ? "node " + std::to_string(*d->node) : d->address) +
+                          ", which has not joined yet",
+                      "start the peer, or raise --send-timeout / --send-queue-bytes");
+        }
+      }
+      if (d->joined_ever) {
+        if (d->link) {
+          links.push_back(d->link);
+        }
+        continue;
+      }
+      d->early.push_back(body);
+      d->early_bytes += size;
+      ++sent_;
+    }
+  }
+  for (const auto& link : links) {
+    switch (link->send_event(body, static_cast<std::uint64_t>(settings_.node_id), 0, settings_.drop_when_full,
+                             deadline)) {
+      case SendResult::queued:
+        ++sent_;
+        break;
+      case SendResult::dropped:
+        if (++dropped_ % 1000 == 1) {
+          DITASK_LOG(warn, "mesh") << "dropped event '" << event << "' for " << link->peer()
+                                   << ": its send queue is full (" << dropped_.load() << " dropped so far)";
+        }
+        break;
+      case SendResult::closed:
+        ++lost_;
+        DITASK_LOG(debug, "mesh") << "event '" << event << "' not sent: " << link->peer() << " just left";
+        break;
+      case SendResult::timed_out:
+        throw Error("event '" + std::string(event) + "': the send queue to " + link->peer() + " stayed full for " +
+                        seconds_text(settings_.send_timeout),
+                    "the peer handles events slower than they are emitted; raise --send-queue-bytes or "
+                    "--send-timeout, or use --send-policy drop");
+    }
+  }
+  if (to_self) {
+    RemoteEvent e;
+    e.event = std::string(event);
+    e.args = args;
+    hand_over({std::move(e)});
+  }
+}
+
+bool Mesh::wait_peers_finished(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] {
+    return std::all_of(joined_.begin(), joined_.end(), [](const auto& j) { return j.second.finished; });
+  });
+}
+
+std::vector<PeerInfo> Mesh::peers() const {
+  std::lock_guard lock(mutex_);
+  std::vector<PeerInfo> out;
+  for (const auto& [node, j] : joined_) {
+    out.push_back(PeerInfo{node, j.hello.attempt, j.hello.labels, j.hello.listen});
+  }
+  return out;
+}
+
+MeshStats Mesh::stats() const {
+  return MeshStats{sent_.load(), acked_.load(), received_.load(), lost_.load(), dropped_.load(), unhandled_.load()};
+}
+
+void Mesh::shutdown() noexcept {
+  std::vector<std::shared_ptr<Link>> links;
+  {
+    std::lock_guard lock(mutex_);
+    if (shut_down_) {
+      return;
+    }
+    shut_down_ = true;
+    if (!thread_.joinable()) {
+      return;
+    }
+    links = links_;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::min(settings_.send_timeout, kMaxFlushWait);
+  for (const auto& link : links) {
+    if (link->established && !link->wait_acked(deadline)) {
+      DITASK_LOG(warn, "mesh") << link->unacked() << " events sent to " << link->peer()
+                               << " were not acknowledged before this node left";
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    links = links_;
+  }
+  for (const auto& link : links) {
+    link->leave("bye", "bye", kByeLinger);
+  }
+  {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, kByeLinger + std::chrono::milliseconds(500), [&] { return links_.empty(); });
+  }
+  asio::post(io_, [this] {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    for (auto& d : dests_) {
+      if (d.timer) {
+        d.timer->cancel();
+      }
+    }
+  });
+  work_.reset();
+  io_.stop();
+  thread_.join();
+  if (!bound_ipc_path_.empty()) {
+    ::unlink(bound_ipc_path_.c_str());
+  }
+}
+
+namespace {
+std::mutex g_worker_mutex;
+std::optional<MeshSettings> g_worker_settings;  // guarded by g_worker_mutex
+std::shared_ptr<Mesh> g_worker_mesh;            // guarded by g_worker_mutex
+}  // namespace
+
+void set_worker_settings(MeshSettings settings) {
+  std::lock_guard lock(g_worker_mutex);
+  g_worker_settings = std::move(settings);
+}
+
+std::shared_ptr<Mesh> worker_mesh(bool create) {
+  std::lock_guard lock(g_worker_mutex);
+  if (!g_worker_mesh && create && g_worker_settings) {
+    auto mesh = std::make_shared<Mesh>(*g_worker_settings);
+    mesh->start();
+    g_worker_mesh = std::move(mesh);
+  }
+  return g_worker_mesh;
+}
+
+void shutdown_worker_mesh() noexcept {
+  std::shared_ptr<Mesh> mesh;
+  {
+    std::lock_guard lock(g_worker_mutex);
+    mesh = std::move(g_worker_mesh);
+    g_worker_settings.reset();
+  }
+  if (mesh) {
+    mesh->shutdown();
+  }
+}
+
+}  // namespace ditask::detail::mesh

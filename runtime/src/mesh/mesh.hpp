@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+// The mesh of one worker: its listening socket, the links to its peers, readiness, sending and
+// receiving task events. DESIGN.md "Topology and addressing", "Wire protocol", "Threading".
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/basic_socket_acceptor.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "../remote_event.hpp"
+#include "address.hpp"
+#include "connection.hpp"
+#include "ditask/router.hpp"
+#include "settings.hpp"
+
+namespace ditask::detail::mesh {
+
+/// Where the mesh hands received events and membership notices (the running task's bus).
+/// Called on the io thread, in arrival order.
+using Sink = std::function<void(std::vector<RemoteEvent>&&)>;
+
+/// Who an event goes to.
+struct SendTarget {
+  std::optional<std::int64_t> node;  ///< one node
+  std::string label;                 ///< connected peers with a matching label (when non-empty)
+  /// Every peer.
+  static SendTarget all() { return {}; }
+};
+
+/// One worker's mesh. Owns one io thread. Thread: every public method is safe from any thread
+/// except the io thread.
+class Mesh final : public Link::Owner {
+ public:
+  explicit Mesh(MeshSettings settings);
+  ~Mesh() override;
+  Mesh(const Mesh&) = delete;
+  Mesh& operator=(const Mesh&) = delete;
+
+  /// Adopts (or binds) the listening socket, starts the io thread, accepts and dials.
+  /// Errors: ditask::Error naming the address.
+  void start();
+  /// Flushes to the sink what arrived before and hands it everything from now on.
+  void attach(Sink sink);
+  /// No sink any more: later events are acknowledged and counted as unhandled.
+  void detach();
+  /// Blocks until every expected peer completed the hello.
+  /// Errors: ditask::Error naming each missing peer (and why) after the startup timeout.
+  void wait_ready();
+  /// Sends one event. Errors: ditask::Error when it exceeds a peer's frame limit (nothing is
+  /// sent then), when a send queue stays full for the send timeout, or for an unknown node.
+  void send(const SendTarget& target, std::string_view event, const EventArgs& args);
+  /// After this node's `finish`: waits until every connected peer has sent its own `finish` or
+  /// left, so whatever they emitted before stopping reaches this node's handlers. Returns false
+  /// when `timeout` passed first.
+  bool wait_peers_finished(std::chrono::milliseconds timeout);
+  /// Connected peers, by node id.
+  std::vector<PeerInfo> peers() const;
+  /// Counters.
+  MeshStats stats() const;
+  /// Waits (bounded) for what was sent to be acknowledged, says bye, closes every link and
+  /// stops the io thread. Idempotent.
+  void shutdown() noexcept;
+
+  // Link::Owner (io thread)
+  void on_frame(const std::shared_ptr<Link>& link, Frame&& frame) override;
+  void on_read_batch_end(const std::shared_ptr<Link>& link) override;
+  void on_closed(const std::shared_ptr<Link>& link, const std::string& reason, std::uint64_t lost) override;
+  void on_acked(std::uint64_t count) override;
+  void on_unhandled() override;
+
+ private:
+  /// A peer we send to: expected (dialled or dialling us) or joined.
+  struct Dest {
+    std::optional<std::int64_t> node;
+    std::string address;                 ///< known listen address (dial target or local node)
+    bool dial = false;                   ///< this node dials it
+    bool required = false;               ///< readiness waits for it
+    bool joined_ever = false;
+    std::shared_ptr<Link> link;          ///< the established link, or null
+    std::vector<BodyPtr> early;          ///< emitted before it ever joined
+    std::size_t early_bytes = 0;
+    std::string last_error;              ///< why the last dial failed
+    std::chrono::milliseconds backoff{0};
+    std::shared_ptr<boost::asio::steady_timer> timer;
+  };
+  struct Joined {
+    std::shared_ptr<Link> link;
+    Hello hello;
+    bool finished = false;  ///< its `finish` event arrived
+  };
+
+  void open_listener();
+  void accept_next();
+  void dial(std::size_t dest_index);
+  void dial_failed(std::size_t dest_index, const std::string& why);
+  void start_link(Socket socket, std::string peer, bool dialled, std::string dial_address);
+  void on_hello(const std::shared_ptr<Link>& link, const Frame& frame);
+  void on_auth(const std::shared_ptr<Link>& link, const Frame& frame);
+  void refuse(const std::shared_ptr<Link>& link, const std::string& why);
+  void establish(const std::shared_ptr<Link>& link);
+  void on_event(const std::shared_ptr<Link>& link, Frame&& frame);
+  void relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::uint64_t sender);
+  void hand_over(std::vector<RemoteEvent>&& events);
+  RemoteEvent notice(const char* event, const Hello& hello, const std::string& reason, std::uint64_t lost) const;
+  Dest* find_dest_locked(const Hello& hello, const std::string& dial_address);
+  std::vector<std::string> missing_locked() const;
+  bool ready_locked() const;
+  bool is_hub() const noexcept;
+
+  const MeshSettings settings_;
+  Hello own_hello_;
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  boost::asio::basic_socket_acceptor<boost::asio::generic::stream_protocol> acceptor_;
+  std::thread thread_;
+  std::string bound_ipc_path_;  // unlinked at shutdown when we bound it ourselves
+  bool self_delivery_ = false;
+
+  mutable std::mutex mutex_;            // guards the fields down to shut_down_
+  std::condition_variable changed_;     // joins, leaves, closes
+  std::deque<Dest> dests_;              // a deque: Dest pointers survive push_back
+  std::map<std::int64_t, Joined> joined_;
+  std::vector<std::shared_ptr<Link>> links_;  // every open link
+  bool stopping_ = false;
+  bool shut_down_ = false;
+
+  std::mutex sink_mutex_;               // guards the three below
+  Sink sink_;
+  bool had_sink_ = false;
+  std::vector<RemoteEvent> prestart_;
+
+  std::map<Link*, std::vector<RemoteEvent>> batches_;  // io thread
+
+  std::atomic<std::uint64_t> sent_{0}, acked_{0}, received_{0}, lost_{0}, dropped_{0}, unhandled_{0};
+};
+
+/// Worker mode stores its settings here; the mesh itself starts with the first Task::start().
+void set_worker_settings(MeshSettings settings);
+/// The worker's mesh: nullptr outside worker mode; created and started on the first call with
+/// `create`. Errors: as Mesh::start.
+std::shared_ptr<Mesh> worker_mesh(bool create);
+/// Shuts the worker's mesh down (worker exit). Idempotent.
+void shutdown_worker_mesh() noexcept;
+
+}  // namespace ditask::detail::mesh

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// What one worker's mesh needs to know, read from the environment contract and DITASK_PLAN.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ditask/runtime/worker.hpp"
+
+namespace ditask::detail::mesh {
+
+/// Another worker of this launcher, from DITASK_PLAN's "nodes".
+struct LocalNode {
+  std::int64_t node_id = 0;
+  std::int64_t local_id = 0;
+  std::string listen;
+};
+
+/// The mesh settings of one worker. Defaults are the launcher's defaults.
+struct MeshSettings {
+  std::int64_t node_id = 0;
+  std::int64_t local_id = 0;
+  std::int64_t attempt = 0;
+  std::string run_id;
+  bool run_id_explicit = false;
+  std::set<std::string> labels;         ///< --labels (the hello adds "node.<id>")
+  std::string listen;                   ///< DITASK_LISTEN
+  int listen_fd = -1;                   ///< DITASK_LISTEN_FD: the pre-bound socket, or -1 to bind `listen`
+  std::vector<std::string> dial;        ///< DITASK_ATTACH_TO
+  std::string topology = "mesh";
+  std::vector<LocalNode> local_nodes;   ///< this launcher's workers (this one included)
+  std::optional<std::int64_t> world_size;
+  std::chrono::milliseconds startup_timeout{60'000};
+  std::chrono::milliseconds hello_timeout{10'000};
+  std::size_t max_frame_bytes = 256u << 20;
+  std::size_t send_queue_bytes = 64u << 20;
+  std::chrono::milliseconds send_timeout{30'000};
+  bool drop_when_full = false;          ///< --send-policy drop
+  bool relay = false;                   ///< --relay (star hub)
+  std::string token;                    ///< empty: no authentication
+};
+
+/// Reads the settings from the parsed contract; `token_env` is DITASK_TOKEN (used when the plan has
+/// no token, e.g. under srun). Errors: ditask::Error naming the bad plan key or address.
+MeshSettings mesh_settings(const WorkerEnv& env, const char* token_env, const char* listen_fd_env);
+
+/// Node ids of the local workers expected to dial this one (mesh: every higher local worker;
+/// star: every other local worker when this is local worker 0).
+std::vector<LocalNode> expected_inbound(const MeshSettings& settings);
+
+}  // namespace ditask::detail::mesh
