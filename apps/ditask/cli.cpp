@@ -33,6 +33,31 @@ std::string lower_first(std::string text) {
   return text;
 }
 
+/// `text` with runs of blank lines cut to one: CLI11 2.1 puts two between option groups.
+std::string single_blank_lines(std::string text) {
+  for (auto at = text.find("\n\n\n"); at != std::string::npos; at = text.find("\n\n\n", at)) {
+    text.erase(at, 1);
+  }
+  return text;
+}
+
+/// The placeholder --help shows after an option, e.g. "--timeout SECONDS".
+std::string value_name(const launcher::OptionSpec& spec) {
+  using K = launcher::OptionSpec::Kind;
+  switch (spec.kind) {
+    case K::integer:
+      return "INT";
+    case K::number:
+      return "SECONDS";
+    case K::bytes:
+      return "BYTES";
+    case K::text:
+    case K::flag:
+      break;
+  }
+  return "TEXT";
+}
+
 /// A hint for an unknown flag: the closest known one.
 std::string unknown_flag_hint(const std::vector<std::string>& given) {
   std::vector<std::string> known = {"--help", "--version"};
@@ -82,15 +107,17 @@ CommandLine parse_command_line(int argc, char** argv) {
       added[spec.name] = app.add_flag(names, flags[spec.name], help);
     } else {
       added[spec.name] = app.add_option(names, texts[spec.name], help);
-      if (!spec.choices.empty()) {
-        added[spec.name]->type_name("{" + join(spec.choices, ",") + "}");
-      }
+      added[spec.name]->type_name(spec.choices.empty() ? value_name(spec)
+                                                       : "{" + join(spec.choices, ",") + "}");
+    }
+    if (!spec.group.empty()) {
+      added[spec.name]->group(spec.group);
     }
   }
   try {
     app.parse(launcher_argc, argv);
   } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
+    std::cout << single_blank_lines(app.help());
     result.exit_now = true;
     return result;
   } catch (const CLI::CallForVersion&) {

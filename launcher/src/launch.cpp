@@ -13,6 +13,7 @@
 #include "ditask/launcher/plan.hpp"
 #include "ditask/runtime/log.hpp"
 #include "ditask/runtime/worker.hpp"
+#include "ditask/runtime/write_all.hpp"
 #include "listen_sockets.hpp"
 #include "supervisor.hpp"
 
@@ -32,8 +33,19 @@ std::map<std::string, std::string> current_environment() {
   return env;
 }
 
+namespace {
+
+void print_option_warnings(const Options& options) {
+  for (const auto& warning : option_warnings(options)) {
+    detail::write_all(STDERR_FILENO, "ditask: warning: " + warning + "\n");
+  }
+}
+
+}  // namespace
+
 nlohmann::json dry_run_plan(const Options& options) {
-  Plan plan = plan_layout(options, make_run_id());
+  print_option_warnings(options);
+  Plan plan = plan_layout(options, run_id_for(options));
   plan_wiring(plan, options);
   return plan_to_json(plan, options);
 }
@@ -63,11 +75,19 @@ void probe_package(const Options& options) {
 int launch(const Options& options, const WorkerCommand& command,
            const std::map<std::string, std::string>& extra_contract) {
   log::set_tag("launcher");
-  Plan plan = plan_layout(options, make_run_id());
+  print_option_warnings(options);
+  Plan plan = plan_layout(options, run_id_for(options));
   if (options.protocol == "tcp" && !is_loopback(options.address)) {
-    DITASK_LOG(warn, "launcher") << "workers listen on " << options.address
-                                 << ", not a loopback address, and the mesh has no token yet: "
-                                    "anyone who can reach that address can talk to the job";
+    if (options.token.empty()) {
+      DITASK_LOG(warn, "launcher") << "workers listen on " << options.address
+                                   << ", not a loopback address, and no --token is set: the mesh "
+                                      "traffic is unauthenticated, anyone who can reach that "
+                                      "address can talk to the job";
+    } else {
+      DITASK_LOG(info, "launcher") << "workers listen on " << options.address
+                                   << ", not a loopback address; peers must prove the --token "
+                                      "(the traffic itself is not encrypted)";
+    }
   }
   if (!options.log_dir.empty()) {
     std::error_code ec;

@@ -66,7 +66,8 @@ int bind_ipc(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) {
-    throw Error("ipc path '" + path + "' is too long for a Unix socket", "set TMPDIR to a shorter folder");
+    throw Error("ipc path '" + path + "' is too long for a Unix socket",
+                "set TMPDIR to a shorter folder, or give a shorter --run-id");
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -24,7 +24,9 @@ std::int64_t to_integer(const std::string& name, const std::string& text) {
   return value;
 }
 
-double to_number(const std::string& name, const std::string& text) {
+}  // namespace
+
+double to_seconds(const std::string& name, const std::string& text) {
   std::size_t used = 0;
   double value = 0;
   try {
@@ -33,7 +35,8 @@ double to_number(const std::string& name, const std::string& text) {
     used = 0;
   }
   if (used != text.size() || text.empty() || !std::isfinite(value)) {
-    throw Error(flag(name) + " expects a number of seconds, got '" + text + "'");
+    throw Error(flag(name) + " expects a number of seconds, got '" + text + "'",
+                "fractions are allowed, e.g. " + flag(name) + " 2.5");
   }
   return value;
 }
@@ -61,6 +64,8 @@ void require_choice(const std::string& name, const std::string& value) {
     }
   }
 }
+
+namespace {
 
 std::vector<std::int64_t> to_integer_list(const std::string& name, const std::string& text) {
   std::vector<std::int64_t> out;
@@ -127,7 +132,8 @@ Options build_options(const RawValues& values) {
     o.parallel_workers = to_integer("parallel-workers", *v);
     check_at_least("parallel-workers", static_cast<double>(o.parallel_workers), 1, "1");
   }
-  for (const char* name : {"protocol", "topology", "platform", "mq-type", "log-level"}) {
+  for (const char* name :
+       {"protocol", "topology", "platform", "mq-type", "log-level", "send-policy"}) {
     if (const auto* v = get(name)) {
       require_choice(name, *v);
     }
@@ -220,7 +226,7 @@ Options build_options(const RawValues& values) {
                                       Seconds{"grace-period", &o.grace_period, 0},
                                       Seconds{"timeout", &o.timeout, 0}}) {
     if (const auto* v = get(name)) {
-      *field = to_number(name, *v);
+      *field = to_seconds(name, *v);
       check_at_least(name, *field, minimum, "0");
     }
   }
@@ -250,6 +256,7 @@ Options build_options(const RawValues& values) {
   if (const auto* v = get("dry-run")) {
     o.dry_run = to_bool("dry-run", *v);
   }
+  apply_mesh_values(values, o);
   return o;
 }
 

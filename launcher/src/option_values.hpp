@@ -12,4 +12,22 @@ Options build_options(const RawValues& values);
 /// Splits a comma list, trimming blanks and dropping empty items.
 std::vector<std::string> split_list(const std::string& text);
 
+/// `text` as a finite number of seconds. Errors: ditask::Error naming --<name> and the text.
+double to_seconds(const std::string& name, const std::string& text);
+
+/// `text` as true/false (also 1/0, yes/no, on/off). Errors: ditask::Error naming --<name>.
+bool to_bool(const std::string& name, const std::string& text);
+
+/// Checks `value` against option `name`'s choices. Errors: ditask::Error with "did you mean".
+void require_choice(const std::string& name, const std::string& value);
+
+/// Checks a run id: 1..128 characters of A-Z a-z 0-9 . _ : -, and not "." or "..".
+/// `what` names its origin ("--run-id", "DITASK_RUN_ID"). Errors: ditask::Error with `hint`.
+void check_run_id(const std::string& what, const std::string& value, const std::string& hint);
+
+/// Converts and checks the mesh settings (--run-id, --token, --startup-timeout,
+/// --max-frame-bytes, --send-queue-bytes, --send-timeout, --send-policy, --relay) into `o`,
+/// whose topology is already set. Errors: ditask::Error (never showing a token).
+void apply_mesh_values(const RawValues& values, Options& o);
+
 }  // namespace ditask::launcher::detail

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ditask/error.hpp"
+#include "ditask/launcher/plan.hpp"
 #include "ditask/runtime/suggest.hpp"
 #include "option_values.hpp"
 
@@ -27,37 +28,70 @@ const char* to_string(Source source) noexcept {
 
 const std::vector<OptionSpec>& option_specs() {
   using K = OptionSpec::Kind;
-  static const std::vector<OptionSpec> specs = {
-      {"package", "p", K::text, "", {}, "The module: a shared library path, or a bare name looked up as given, then in <prefix>/lib/ditask/plugins/, then on the loader's search path"},
-      {"main", "m", K::text, "main", {}, "The entry to call: the name given to DITASK_MAIN(name)"},
-      {"parallel-workers", "", K::integer, "1", {}, "Workers this launcher starts"},
-      {"protocol", "", K::text, "tcp", {"tcp", "ipc"}, "Mesh transport: tcp, or ipc (Unix sockets)"},
-      {"address", "", K::text, "127.0.0.1", {}, "Host/IP the workers listen on (tcp). DI-engine binds the primary address; ours stays on loopback unless told"},
-      {"ports", "", K::text, "", {}, "Listen ports: one base port (worker i gets base+i) or one per worker. Default: free ports pre-bound by the launcher"},
-      {"attach-to", "", K::text, "", {}, "Comma list of addresses (tcp://host:port, ipc:///path) every local worker also dials"},
-      {"labels", "", K::text, "", {}, "Comma list of labels for every local worker (task().router().labels())"},
-      {"node-ids", "", K::text, "", {}, "Node ids: one base id (worker i gets base+i) or one per worker. Default 0..N-1"},
-      {"topology", "", K::text, "mesh", {"mesh", "star", "alone"}, "Who dials whom. DI-engine defaults to 'alone', which leaves local workers deaf; ours is 'mesh'"},
-      {"platform", "", K::text, "", {"slurm", "k8s"}, "Read the job layout from a platform's environment"},
-      {"platform-spec", "", K::text, "", {}, "Per-task settings for --platform: JSON text or a .json file"},
-      {"mq-type", "", K::text, "nng", {"nng", "redis"}, "Message transport: 'nng' (our mesh) or 'redis'"},
-      {"redis-host", "", K::text, "", {}, "Redis host for --mq-type redis"},
-      {"redis-port", "", K::integer, "", {}, "Redis port for --mq-type redis"},
-      {"startup-interval", "", K::number, "0", {}, "Seconds between starting local workers (fractions allowed). DI-engine staggers by 1 s; we need no stagger"},
-      {"local_rank", "", K::integer, "0", {}, "Accepted and ignored (torch.distributed.launch compatibility)"},
-      {"auto-recover", "", K::flag, "false", {}, "Restart a worker that fails on its own (same node id), up to --max-retries"},
-      {"max-retries", "", K::integer, "3", {}, "Restarts allowed per worker with --auto-recover"},
-      {"restart-backoff", "", K::number, "1", {}, "Seconds before the first restart; doubles per restart, capped at 30 s"},
-      {"grace-period", "", K::number, "10", {}, "Seconds between SIGTERM and SIGKILL when stopping workers"},
-      {"timeout", "", K::number, "0", {}, "Seconds the whole job may run (0 = no limit); then stop as on SIGTERM and exit 124"},
-      {"world-size", "", K::integer, "", {}, "Workers in the whole job when several launchers form one job (default: this launcher's workers)"},
-      {"log-dir", "", K::text, "", {}, "Also write each worker's output to <dir>/<run id>/attempt_<k>/node_<id>.log"},
-      {"tag-output", "", K::flag, "true", {}, "Prefix each worker output line with --tag-format (--no-tag-output to turn off)"},
-      {"tag-format", "", K::text, "[node {node}]", {}, "Prefix of tagged lines; {node}, {rank}, {local} and {attempt} are replaced"},
-      {"dry-run", "", K::flag, "false", {}, "Print the plan as JSON and start nothing (never opens the package)"},
-      {"config", "", K::text, "", {}, "JSON file whose keys are these option names ('-' or '_')"},
-      {"log-level", "", K::text, "warn", {"error", "warn", "info", "debug", "trace"}, "Launcher and worker log level"},
-  };
+  static const std::vector<OptionSpec> specs = [] {
+    std::vector<OptionSpec> all;
+    auto group = [&all](const char* name, std::vector<OptionSpec> members) {
+      for (auto& member : members) {
+        member.group = name;
+        all.push_back(std::move(member));
+      }
+    };
+    // One option per line reads better than clang-format's one field per line.
+    // clang-format off
+    group("Module", {
+        {"package", "p", K::text, "", {}, "The module: a shared library path, or a bare name looked up as given, then in <prefix>/lib/ditask/plugins/, then on the loader's search path"},
+        {"main", "m", K::text, "main", {}, "The entry to call: the name given to DITASK_MAIN(name)"},
+    });
+    group("Workers", {
+        {"parallel-workers", "", K::integer, "1", {}, "Workers this launcher starts"},
+        {"node-ids", "", K::text, "", {}, "Node ids: one base id (worker i gets base+i) or one per worker. Default 0..N-1"},
+        {"labels", "", K::text, "", {}, "Comma list of labels for every local worker (task().router().labels())"},
+        {"world-size", "", K::integer, "", {}, "Workers in the whole job when several launchers form one job (default: this launcher's workers)"},
+        {"startup-interval", "", K::number, "0", {}, "Seconds between starting local workers (fractions allowed). DI-engine staggers by 1 s; we need no stagger"},
+        {"local_rank", "", K::integer, "0", {}, "Accepted and ignored (torch.distributed.launch compatibility)"},
+    });
+    group("Mesh", {
+        {"protocol", "", K::text, "tcp", {"tcp", "ipc"}, "Mesh transport: tcp, or ipc (Unix sockets)"},
+        {"address", "", K::text, "127.0.0.1", {}, "Host/IP the workers listen on (tcp). DI-engine binds the primary address; ours stays on loopback unless told"},
+        {"ports", "", K::text, "", {}, "Listen ports: one base port (worker i gets base+i) or one per worker. Default: free ports pre-bound by the launcher"},
+        {"attach-to", "", K::text, "", {}, "Comma list of addresses (tcp://host:port, ipc:///path) every local worker also dials"},
+        {"topology", "", K::text, "mesh", {"mesh", "star", "alone"}, "Who dials whom. DI-engine defaults to 'alone', which leaves local workers deaf; ours is 'mesh'"},
+        {"relay", "", K::flag, "false", {}, "With --topology star: the hub (local worker 0) relays events between the other workers"},
+        {"token", "", K::text, "", {}, "Shared secret of the mesh handshake (default: $DITASK_TOKEN; empty = none). Never printed; prefer DITASK_TOKEN, as a command line is visible to other users"},
+        {"startup-timeout", "", K::number, "60", {}, "Seconds a worker's task.start() waits for its mesh peers"},
+        {"max-frame-bytes", "", K::bytes, "256M", {}, "Largest frame a worker sends or accepts; K, M, G are binary (1024 to 4G-1)"},
+        {"send-queue-bytes", "", K::bytes, "64M", {}, "Bound of the send queue to each peer (at least 64K)"},
+        {"send-timeout", "", K::number, "30", {}, "Seconds an emit waits for room in a full send queue before failing (--send-policy wait)"},
+        {"send-policy", "", K::text, "wait", {"wait", "drop"}, "When a send queue is full: wait (up to --send-timeout), or drop the event, counting and logging it"},
+    });
+    group("Platform", {
+        {"platform", "", K::text, "", {"slurm", "k8s"}, "Read the job layout from a platform's environment"},
+        {"platform-spec", "", K::text, "", {}, "Per-task settings for --platform: JSON text or a .json file"},
+        {"mq-type", "", K::text, "nng", {"nng", "redis"}, "Message transport: 'nng' (our mesh) or 'redis'"},
+        {"redis-host", "", K::text, "", {}, "Redis host for --mq-type redis"},
+        {"redis-port", "", K::integer, "", {}, "Redis port for --mq-type redis"},
+    });
+    group("Supervision", {
+        {"auto-recover", "", K::flag, "false", {}, "Restart a worker that fails on its own (same node id), up to --max-retries"},
+        {"max-retries", "", K::integer, "3", {}, "Restarts allowed per worker with --auto-recover"},
+        {"restart-backoff", "", K::number, "1", {}, "Seconds before the first restart; doubles per restart, capped at 30 s"},
+        {"grace-period", "", K::number, "10", {}, "Seconds between SIGTERM and SIGKILL when stopping workers"},
+        {"timeout", "", K::number, "0", {}, "Seconds the whole job may run (0 = no limit); then stop as on SIGTERM and exit 124"},
+    });
+    group("Output", {
+        {"log-dir", "", K::text, "", {}, "Also write each worker's output to <dir>/<run id>/attempt_<k>/node_<id>.log"},
+        {"tag-output", "", K::flag, "true", {}, "Prefix each worker output line with --tag-format (--no-tag-output to turn off)"},
+        {"tag-format", "", K::text, "[node {node}]", {}, "Prefix of tagged lines; {node}, {rank}, {local} and {attempt} are replaced"},
+        {"log-level", "", K::text, "warn", {"error", "warn", "info", "debug", "trace"}, "Launcher and worker log level"},
+    });
+    group("Run", {
+        {"run-id", "", K::text, "", {}, "Id of this run: DITASK_RUN_ID of every worker and the --log-dir folder; A-Z a-z 0-9 . _ : - (at most 128). Default: $DITASK_RUN_ID, else a fresh <UTC time>-<random hex>"},
+        {"dry-run", "", K::flag, "false", {}, "Print the plan as JSON and start nothing (never opens the package)"},
+        {"config", "", K::text, "", {}, "JSON file whose keys are these option names ('-' or '_')"},
+    });
+    // clang-format on
+    return all;
+  }();
   return specs;
 }
 
@@ -70,6 +104,8 @@ std::string env_name(const std::string& option_name) {
 }
 
 namespace {
+
+constexpr std::size_t kMinTokenBytes = 16;
 
 const OptionSpec* find_spec(const std::string& name) {
   for (const auto& spec : option_specs()) {
@@ -98,6 +134,10 @@ std::string canonical_key(std::string key) {
 }
 
 std::string config_value_text(const std::string& key, const nlohmann::json& value) {
+  if (canonical_key(key) == "token" && !value.is_string()) {
+    throw Error("config key '" + key + "' must be a string",
+                "the value is not shown: it is a secret");
+  }
   if (value.is_string()) {
     return value.get<std::string>();
   }
@@ -115,6 +155,28 @@ std::string config_value_text(const std::string& key, const nlohmann::json& valu
     return join(items, ",");
   }
   throw Error("config key '" + key + "' has a value of unsupported type: " + value.dump());
+}
+
+/// DITASK_RUN_ID and DITASK_TOKEN of the launcher's own environment are the defaults of
+/// --run-id and --token: a script can give every launcher of a multi-launcher job the same run
+/// id and secret. An empty DITASK_RUN_ID counts as unset. Errors: a malformed DITASK_RUN_ID.
+void use_inherited_defaults(const std::map<std::string, std::string>& env, RawValues& chosen,
+                            std::map<std::string, Source>& origins) {
+  if (origins["run-id"] == Source::default_value) {
+    if (auto inherited = env.find("DITASK_RUN_ID");
+        inherited != env.end() && !inherited->second.empty()) {
+      detail::check_run_id("DITASK_RUN_ID", inherited->second,
+                           "unset DITASK_RUN_ID, or give a valid --run-id");
+      chosen["run-id"] = inherited->second;
+      origins["run-id"] = Source::environment;
+    }
+  }
+  if (origins["token"] == Source::default_value) {
+    if (auto inherited = env.find("DITASK_TOKEN"); inherited != env.end()) {
+      chosen["token"] = inherited->second;
+      origins["token"] = Source::environment;
+    }
+  }
 }
 
 }  // namespace
@@ -198,13 +260,28 @@ Options resolve_options(const RawValues& command_line, const std::map<std::strin
       origins[spec.name] = Source::default_value;
     }
   }
+  use_inherited_defaults(env, chosen, origins);
   Options options = detail::build_options(chosen);
+  options.run_id_explicit = chosen.count("run-id") != 0;
+  if (!options.run_id_explicit) {
+    options.run_id = make_run_id();
+  }
   options.origins = std::move(origins);
   for (const auto& spec : option_specs()) {
     auto it = chosen.find(spec.name);
     options.values[spec.name] = it != chosen.end() ? it->second : spec.default_text;
   }
+  options.values["run-id"] = options.run_id;
+  options.values["token"] = options.token.empty() ? "" : kHiddenToken;
   return options;
+}
+
+std::vector<std::string> option_warnings(const Options& options) {
+  std::vector<std::string> warnings;
+  if (!options.token.empty() && options.token.size() < kMinTokenBytes) {
+    warnings.push_back("--token is shorter than " + std::to_string(kMinTokenBytes) + " bytes");
+  }
+  return warnings;
 }
 
 }  // namespace ditask::launcher

@@ -94,7 +94,14 @@ int Runner::operator()(const std::function<void()>& main_fn) const {
   }
   const std::string exe = own_exe();
   // Only the runner's own options count: DITASK_LAUNCH_* steer the ditask command, not programs.
-  auto options = launcher::resolve_options(raw_values(options_, exe), {});
+  // DITASK_RUN_ID and DITASK_TOKEN still apply, as for ditask: a job's shared run id and secret.
+  std::map<std::string, std::string> inherited;
+  for (const auto& [key, value] : launcher::current_environment()) {
+    if (key == "DITASK_RUN_ID" || key == "DITASK_TOKEN") {
+      inherited.emplace(key, value);
+    }
+  }
+  auto options = launcher::resolve_options(raw_values(options_, exe), inherited);
   options.module_args = args;
   launcher::WorkerCommand command{exe, args};
   return launcher::launch(options, command, {{kRunnerMarker, "1"}});

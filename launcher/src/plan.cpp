@@ -39,6 +39,51 @@ std::string ipc_path(const std::string& run_id, std::int64_t node_id) {
   return "ipc://" + (dir / ("node_" + std::to_string(node_id) + ".sock")).string();
 }
 
+/// DITASK_PLAN's "mesh" object; "token" only when one is set.
+nlohmann::json mesh_settings(const Options& options, bool hide_token) {
+  nlohmann::json mesh = {
+      {"startup_timeout_s", options.startup_timeout}, {"max_frame_bytes", options.max_frame_bytes},
+      {"send_queue_bytes", options.send_queue_bytes}, {"send_timeout_s", options.send_timeout},
+      {"send_policy", options.send_policy},           {"relay", options.relay}};
+  if (!options.token.empty()) {
+    mesh["token"] = hide_token ? std::string(kHiddenToken) : options.token;
+  }
+  return mesh;
+}
+
+/// DITASK_PLAN: the settings that have no variable of their own, the same for every worker.
+/// "nodes" lists this launcher's workers with their listen addresses as they are now, so call
+/// it after ListenSockets::bind_all has put the bound ports in.
+nlohmann::json plan_settings(const Plan& plan, const Options& options) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& w : plan.workers) {
+    nodes.push_back({{"node_id", w.node_id}, {"local_id", w.local_id}, {"listen", w.listen}});
+  }
+  return {{"version", 1},
+          {"run_id", plan.run_id},
+          {"run_id_explicit", options.run_id_explicit},
+          {"platform", plan.platform},
+          {"protocol", options.protocol},
+          {"topology", options.topology},
+          {"grace_period_s", options.grace_period},
+          {"nodes", nodes},
+          {"mesh", mesh_settings(options, false)}};
+}
+
+/// A worker's contract environment as --dry-run may print it: the token in DITASK_PLAN hidden.
+std::map<std::string, std::string> printable_env(std::map<std::string, std::string> env) {
+  auto it = env.find("DITASK_PLAN");
+  if (it == env.end()) {
+    return env;
+  }
+  auto settings = nlohmann::json::parse(it->second);
+  if (settings.contains("mesh") && settings["mesh"].contains("token")) {
+    settings["mesh"]["token"] = kHiddenToken;
+  }
+  it->second = settings.dump();
+  return env;
+}
+
 }  // namespace
 
 std::string make_run_id() {
@@ -89,13 +134,12 @@ Plan plan_layout(const Options& options, const std::string& run_id) {
   return plan;
 }
 
+std::string run_id_for(const Options& options) {
+  return options.run_id.empty() ? make_run_id() : options.run_id;
+}
+
 void plan_wiring(Plan& plan, const Options& options) {
-  const std::string plan_json = nlohmann::json{{"version", 1},
-                                               {"run_id", plan.run_id},
-                                               {"platform", plan.platform},
-                                               {"protocol", options.protocol},
-                                               {"grace_period_s", options.grace_period}}
-                                    .dump();
+  const std::string plan_json = plan_settings(plan, options).dump();
   for (std::size_t i = 0; i < plan.workers.size(); ++i) {
     WorkerPlan& w = plan.workers[i];
     w.attach_to.clear();
@@ -156,7 +200,7 @@ nlohmann::json plan_to_json(const Plan& plan, const Options& options) {
                        {"listen", w.listen},
                        {"attach_to", w.attach_to},
                        {"labels", w.labels},
-                       {"env", w.env}});
+                       {"env", printable_env(w.env)}});
   }
   nlohmann::json sources = nlohmann::json::object();
   for (const auto& [name, source] : options.origins) {
@@ -165,6 +209,7 @@ nlohmann::json plan_to_json(const Plan& plan, const Options& options) {
                      {"value", it == options.values.end() ? nlohmann::json(nullptr) : nlohmann::json(it->second)}};
   }
   return {{"run_id", plan.run_id},
+          {"run_id_explicit", options.run_id_explicit},
           {"platform", plan.platform},
           {"package", options.package},
           {"main", options.main},
@@ -177,6 +222,7 @@ nlohmann::json plan_to_json(const Plan& plan, const Options& options) {
           {"listen_note", options.ports.empty() && options.protocol == "tcp"
                               ? "port 0 stands for a free port the launcher binds at launch"
                               : "addresses are fixed"},
+          {"mesh", mesh_settings(options, true)},
           {"workers", workers},
           {"options", sources}};
 }

@@ -201,6 +201,67 @@ TEST_CASE("bad input: a bad value from a DITASK_LAUNCH_ variable", "[integration
                      {{"DITASK_LAUNCH_PARALLEL_WORKERS", "0"}});
 }
 
+// --- mesh settings ---------------------------------------------------------------------------
+
+TEST_CASE("bad input: --startup-timeout 0", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--startup-timeout", "0"},
+                     "--startup-timeout must be more than 0, got 0",
+                     "give a number of seconds, e.g. --startup-timeout 2.5");
+}
+
+TEST_CASE("bad input: --startup-timeout abc", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--startup-timeout", "abc"},
+                     "--startup-timeout expects a number of seconds, got 'abc'",
+                     "fractions are allowed, e.g. --startup-timeout 2.5");
+}
+
+TEST_CASE("bad input: --run-id with characters a run id may not use", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--run-id", "bad id!"},
+                     "--run-id 'bad id!' may only use A-Z a-z 0-9 . _ : -",
+                     "the run id names folders: use letters, digits and . _ : - (at most 128)");
+}
+
+TEST_CASE("bad input: an inherited DITASK_RUN_ID that is not a run id",
+          "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting()}, "DITASK_RUN_ID '../x' may only use",
+                     "unset DITASK_RUN_ID, or give a valid --run-id", {{"DITASK_RUN_ID", "../x"}});
+}
+
+TEST_CASE("bad input: --max-frame-bytes 12 is below 1K", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--max-frame-bytes", "12"},
+                     "--max-frame-bytes must be at least 1024 bytes (1K), got 12",
+                     "e.g. 1048576, 64K, 256M or 1G (K, M and G are binary: 1K = 1024)");
+}
+
+TEST_CASE("bad input: --max-frame-bytes 5X has no known suffix", "[integration][bad-input]") {
+  expect_usage_error(
+      {"--package", greeting(), "--max-frame-bytes", "5X"},
+      "--max-frame-bytes expects a byte count (an integer with an optional K, M or G), got '5X'",
+      "e.g. 1048576, 64K, 256M or 1G");
+}
+
+TEST_CASE("bad input: --send-queue-bytes 1K is below 64K", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--send-queue-bytes", "1K"},
+                     "--send-queue-bytes must be at least 65536 bytes (64K), got 1K");
+}
+
+TEST_CASE("bad input: unknown --send-policy lists the choices", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--send-policy", "sometimes"},
+                     "unknown --send-policy 'sometimes'", "valid choices: wait, drop");
+  expect_usage_error({"--package", greeting(), "--send-policy", "drp"},
+                     "unknown --send-policy 'drp'",
+                     "did you mean 'drop'? valid choices: wait, drop");
+}
+
+TEST_CASE("bad input: --relay with --topology mesh", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--relay"},
+                     "--relay needs --topology star, got --topology mesh",
+                     "only a star has a hub to relay");
+  expect_usage_error({"--package", greeting(), "--topology", "alone"},
+                     "--relay needs --topology star, got --topology alone", "",
+                     {{"DITASK_LAUNCH_RELAY", "true"}});
+}
+
 // --- config files ----------------------------------------------------------------------------
 
 TEST_CASE("bad input: a malformed --config file", "[integration][bad-input]") {
@@ -268,6 +329,8 @@ TEST_CASE("bad input: --help and --version exit 0", "[integration][bad-input]") 
   CHECK(help.err.empty());
   CHECK_THAT(help.out,
              Contains("--parallel-workers") && Contains("--package") && Contains("Exit codes"));
+  CHECK_THAT(help.out, Contains("\nMesh:\n") && Contains("--max-frame-bytes BYTES") &&
+                           Contains("--send-policy {wait,drop}") && Contains("--token TEXT"));
 
   auto version = run_ditask({"--version"}, 20s);
   INFO(describe(version));

@@ -78,6 +78,17 @@ TEST_CASE("the example configs say what their names promise", "[launcher][config
     CHECK(o.ports == std::vector<std::int64_t>{50515, 50516});
     CHECK(o.startup_interval == 0.5);
   }
+  SECTION("star_relay.json: mesh limits, byte counts with suffixes") {
+    const Options o = resolve_config("star_relay.json");
+    CHECK(o.topology == "star");
+    CHECK(o.relay);
+    CHECK(o.startup_timeout == 30.0);
+    CHECK(o.max_frame_bytes == std::int64_t{16} << 20);
+    CHECK(o.send_queue_bytes == std::int64_t{8} << 20);
+    CHECK(o.send_timeout == 5.0);
+    CHECK(o.send_policy == "drop");
+    CHECK(o.token.empty());
+  }
   SECTION("ipc_with_log_dir.json") {
     const Options o = resolve_config("ipc_with_log_dir.json");
     CHECK(o.protocol == "ipc");

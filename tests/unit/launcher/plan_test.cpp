@@ -13,6 +13,8 @@
 #include "ditask/error.hpp"
 #include "ditask/launcher/options.hpp"
 
+#include "listen_sockets.hpp"
+
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using ditask::launcher::Options;
@@ -318,4 +320,106 @@ TEST_CASE("run ids are a UTC time stamp and random hex", "[launcher][plan]") {
   CHECK(std::regex_match(b, shape));
   CHECK(a != b);
   CHECK_THAT(a, StartsWith("20"));
+}
+
+TEST_CASE("DITASK_PLAN carries the run id, topology, nodes and mesh settings",
+          "[launcher][plan][mesh]") {
+  Options o = workers(2);
+  o.node_ids = {4};
+  o.ports = {6200};
+  o.topology = "star";
+  o.relay = true;
+  o.run_id_explicit = true;
+  o.startup_timeout = 12.5;
+  o.max_frame_bytes = 1 << 20;
+  o.send_queue_bytes = 1 << 17;
+  o.send_timeout = 3.0;
+  o.send_policy = "drop";
+  const Plan plan = wired(o, "job-7");
+  const std::string text = plan.workers[0].env.at("DITASK_PLAN");
+  CHECK(plan.workers[1].env.at("DITASK_PLAN") == text);  // one plan shared by every worker
+  const auto j = nlohmann::json::parse(text);
+  CHECK(j.at("version") == 1);
+  CHECK(j.at("run_id") == "job-7");
+  CHECK(j.at("run_id_explicit") == true);
+  CHECK(j.at("platform") == "local");
+  CHECK(j.at("protocol") == "tcp");
+  CHECK(j.at("topology") == "star");
+  CHECK(j.at("grace_period_s") == 10.0);
+  CHECK(j.at("nodes") == nlohmann::json::parse(R"([
+    {"node_id": 4, "local_id": 0, "listen": "tcp://127.0.0.1:6200"},
+    {"node_id": 5, "local_id": 1, "listen": "tcp://127.0.0.1:6201"}])"));
+  CHECK(j.at("mesh") == nlohmann::json::parse(R"({
+    "startup_timeout_s": 12.5, "max_frame_bytes": 1048576, "send_queue_bytes": 131072,
+    "send_timeout_s": 3.0, "send_policy": "drop", "relay": true})"));
+
+  SECTION("the token key only when a token is set") {
+    o.token = "0123456789abcdef-secret";
+    const auto with = nlohmann::json::parse(wired(o).workers[0].env.at("DITASK_PLAN"));
+    CHECK(with.at("mesh").at("token") == "0123456789abcdef-secret");
+  }
+  SECTION("defaults") {
+    const auto d = nlohmann::json::parse(wired(workers(1)).workers[0].env.at("DITASK_PLAN"));
+    CHECK(d.at("run_id_explicit") == false);
+    CHECK(d.at("topology") == "mesh");
+    CHECK(d.at("mesh") == nlohmann::json::parse(R"({
+      "startup_timeout_s": 60.0, "max_frame_bytes": 268435456, "send_queue_bytes": 67108864,
+      "send_timeout_s": 30.0, "send_policy": "wait", "relay": false})"));
+  }
+}
+
+TEST_CASE("DITASK_PLAN nodes carry the ports bind_all bound", "[launcher][plan][mesh]") {
+  // launch() binds first and wires after: the plan's free ports (port 0) are real by then.
+  const Options o = workers(2);
+  Plan plan = plan_layout(o, "r");
+  ditask::launcher::ListenSockets sockets = ditask::launcher::ListenSockets::bind_all(plan);
+  plan_wiring(plan, o);
+  const auto nodes = nlohmann::json::parse(plan.workers[1].env.at("DITASK_PLAN")).at("nodes");
+  REQUIRE(nodes.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    CHECK(nodes[i].at("listen") == plan.workers[i].listen);
+    CHECK(nodes[i].at("listen") != "tcp://127.0.0.1:0");
+  }
+}
+
+TEST_CASE("the run id of a launch: the options' own, else a fresh one", "[launcher][plan][mesh]") {
+  using ditask::launcher::run_id_for;
+  Options o = workers(1);
+  CHECK(std::regex_match(run_id_for(o), std::regex("[0-9]{8}T[0-9]{6}-[0-9a-f]{6}")));
+  o.run_id = "given";
+  CHECK(run_id_for(o) == "given");
+  const Options resolved =
+      ditask::launcher::resolve_options({{"package", "x"}}, {{"DITASK_RUN_ID", "inherited-1"}});
+  const auto j =
+      nlohmann::json::parse(wired(resolved, run_id_for(resolved)).workers[0].env.at("DITASK_PLAN"));
+  CHECK(j.at("run_id") == "inherited-1");
+  CHECK(j.at("run_id_explicit") == true);
+}
+
+TEST_CASE("plan_to_json never shows the token", "[launcher][plan][mesh]") {
+  const std::string secret = "do-not-print-0123456789";
+  Options o = ditask::launcher::resolve_options(
+      {{"package", "greeting"}, {"parallel-workers", "2"}, {"send-policy", "drop"}},
+      {{"DITASK_TOKEN", secret}});
+  const Plan plan = wired(o, "RUNT");
+  REQUIRE_THAT(plan.workers[0].env.at("DITASK_PLAN"), Contains(secret));  // the workers need it
+  const nlohmann::json j = ditask::launcher::plan_to_json(plan, o);
+  CHECK_THAT(j.dump(), !Contains(secret));
+  CHECK(j.at("mesh").at("token") == "<hidden>");
+  CHECK(j.at("mesh").at("send_policy") == "drop");
+  CHECK(j.at("run_id_explicit") == false);
+  CHECK(j.at("options").at("token") ==
+        nlohmann::json{{"source", "environment"}, {"value", "<hidden>"}});
+  const auto shown =
+      nlohmann::json::parse(j.at("workers")[1].at("env").at("DITASK_PLAN").get<std::string>());
+  CHECK(shown.at("mesh").at("token") == "<hidden>");
+  CHECK(shown.at("nodes").size() == 2);
+
+  SECTION("no token: no token key, and an empty option value") {
+    Options none = ditask::launcher::resolve_options({{"package", "greeting"}}, {});
+    const nlohmann::json n = ditask::launcher::plan_to_json(wired(none), none);
+    CHECK_FALSE(n.at("mesh").contains("token"));
+    CHECK(n.at("options").at("token").at("value") == "");
+  }
 }

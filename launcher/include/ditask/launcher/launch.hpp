@@ -21,7 +21,8 @@ struct WorkerCommand {
 /// The launcher's own exit codes (before any worker starts) and the job-level ones.
 enum class ExitCode : int { success = 0, usage = 2, internal = 3, timeout = 124 };
 
-/// Plans the job, binds its sockets, starts and supervises the workers until all have ended,
+/// Prints option_warnings() on stderr as `ditask: warning:` lines, then
+/// plans the job, binds its sockets, starts and supervises the workers until all have ended,
 /// prints the summary and returns the exit code (0, the first failed worker's code or
 /// 128+signal, 124 on --timeout, 128+N when the launcher was stopped by signal N).
 /// Errors: ditask::Error (exit 2) for problems found before any worker starts.
@@ -29,7 +30,7 @@ int launch(const Options& options, const WorkerCommand& command,
            const std::map<std::string, std::string>& extra_contract = {});
 
 /// The plan --dry-run prints: computed without binding anything or opening the package (a
-/// free port shows as port 0).
+/// free port shows as port 0; the token as "<hidden>"). Prints option_warnings() on stderr.
 nlohmann::json dry_run_plan(const Options& options);
 
 /// Loads the package and looks up the entry in a short forked child (probe_main), so a bad

@@ -19,16 +19,18 @@ const char* to_string(Source source) noexcept;
 
 /// How one launcher option is spelled and typed; the table drives CLI, env, config and --help.
 struct OptionSpec {
-  enum class Kind { text, integer, number, flag };
+  /// `number`: seconds, fractions allowed. `bytes`: an integer with an optional binary K/M/G.
+  enum class Kind { text, integer, number, bytes, flag };
   std::string name;         ///< long name without dashes, e.g. "parallel-workers"
   std::string short_name;   ///< e.g. "p", or empty
   Kind kind = Kind::text;
   std::string default_text; ///< shown in --help; empty when there is none
   std::vector<std::string> choices;  ///< allowed values (text options), empty = any
   std::string help;
+  std::string group = {};  ///< the --help section, e.g. "Mesh"
 };
 
-/// Every launcher option, in --help order.
+/// Every launcher option, in --help order, each group's options together.
 const std::vector<OptionSpec>& option_specs();
 
 /// The environment variable that can set option `name`: DITASK_LAUNCH_<NAME> (upper case,
@@ -66,16 +68,37 @@ struct Options {
   std::string log_level = "warn";
   std::vector<std::string> module_args;  ///< after `--`
 
+  // The mesh settings workers get in DITASK_PLAN ("run_id_explicit" and "mesh").
+  std::string run_id;             ///< --run-id, DITASK_RUN_ID or fresh; empty: launch picks one
+  bool run_id_explicit = false;   ///< true unless the run id is a fresh make_run_id()
+  std::string token;              ///< mesh handshake secret; empty = none. Never printed
+  double startup_timeout = 60.0;  ///< seconds task.start() waits for its mesh peers
+  std::int64_t max_frame_bytes = std::int64_t{256} << 20;  ///< topic + payload of one frame
+  std::int64_t send_queue_bytes = std::int64_t{64} << 20;  ///< bound of each peer's send queue
+  double send_timeout = 30.0;        ///< seconds an emit waits for room in a full send queue
+  std::string send_policy = "wait";  ///< "wait", or "drop" (count and log instead of waiting)
+  bool relay = false;                ///< star hub (local worker 0) relays between spokes
+
   /// For each option name, where its value came from.
   std::map<std::string, Source> origins;
-  /// For each option name, the text of the value chosen (the default's text when not given).
+  /// For each option name, the text of the value chosen (the default's text when not given);
+  /// "<hidden>" for a token, so printing these never shows the secret.
   RawValues values;
 };
 
+/// What --dry-run and every other printout show instead of a token.
+inline constexpr const char* kHiddenToken = "<hidden>";
+
 /// Resolves options along one chain: command line > DITASK_LAUNCH_* environment > --config
 /// file > defaults (platform layers arrive with the platform issues). `env` is the launcher's
-/// environment. Errors: ditask::Error (usage: exit 2) naming the option and the bad value.
+/// environment; its DITASK_RUN_ID and DITASK_TOKEN are the defaults of --run-id and --token,
+/// and without a run id a fresh one is made. Errors: ditask::Error (usage: exit 2) naming the
+/// option and the bad value (never a token's value).
 Options resolve_options(const RawValues& command_line, const std::map<std::string, std::string>& env);
+
+/// Warnings about valid but risky options (e.g. a short --token), as lines without the
+/// "ditask: warning: " prefix.
+std::vector<std::string> option_warnings(const Options& options);
 
 /// Reads a --config JSON file: an object whose keys are option names ('-' or '_' spelling).
 /// Errors: ditask::Error for an unreadable file, malformed JSON or an unknown key.

@@ -37,7 +37,9 @@ class Runner {
   /// n_parallel_workers workers with the environment contract, supervises them exactly as the
   /// ditask command does, and returns the job's exit code. In a worker: runs `main_fn` with
   /// task().router() active and returns 0, or 1 when it threw. Code before the runner call
-  /// runs in every process. Errors: ditask::Error for invalid options (launching process).
+  /// runs in every process. DITASK_RUN_ID and DITASK_TOKEN of the environment are the run id
+  /// and mesh secret, as for ditask; mesh settings otherwise keep their defaults.
+  /// Errors: ditask::Error for invalid options (launching process).
   int operator()(const std::function<void()>& main_fn) const;
 
  private:

@@ -39,14 +39,19 @@ struct Plan {
 Plan plan_layout(const Options& options, const std::string& run_id);
 
 /// Dial lists (DI-engine's mesh/star/alone rules plus --attach-to) and each worker's contract
-/// environment; call after listen addresses are final.
+/// environment, DITASK_PLAN included (its "nodes" carry the listen addresses as they are now);
+/// call after listen addresses are final, i.e. after ListenSockets::bind_all.
 void plan_wiring(Plan& plan, const Options& options);
 
-/// The plan as --dry-run prints it, with each option's value source.
+/// The plan as --dry-run prints it, with each option's value source. Never holds the token:
+/// it shows as "<hidden>" (kHiddenToken), in "mesh" and in each worker's DITASK_PLAN.
 nlohmann::json plan_to_json(const Plan& plan, const Options& options);
 
 /// A fresh run id: UTC time plus random hex, e.g. "20261129T120301-3fa9c2".
 std::string make_run_id();
+
+/// The run id a launch uses: options.run_id (set by resolve_options), else a fresh one.
+std::string run_id_for(const Options& options);
 
 /// The worker environment: `inherited` without stale DITASK_* variables, with `contract` on top.
 std::map<std::string, std::string> worker_environment(
