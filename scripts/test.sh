@@ -10,7 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # What the sanitizer build compiles and runs (STYLE §12 adds the mesh integration tests here
 # once they exist).
-ASAN_TARGETS=(ditask_unit_tests ditask_integration_tests)
+ASAN_TARGETS=(ditask_unit_tests ditask_integration_tests ditask_fuzz_corpus)
 ASAN_LABELS="unit|integration"
 
 timer_start "all tests passed"

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "auth.hpp"
 
+#include <string>
+#include <vector>
+
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
-
-#include <string>
-#include <vector>
 
 #include "ditask/error.hpp"
 
@@ -63,8 +63,7 @@ std::string make_nonce() {
   return to_hex(bytes);
 }
 
-std::array<std::uint8_t, 32> hmac_sha256(std::string_view key,
-                                         std::span<const std::uint8_t> data) {
+std::array<std::uint8_t, 32> hmac_sha256(std::string_view key, std::span<const std::uint8_t> data) {
   std::array<std::uint8_t, 32> mac{};
   std::size_t mac_len = 0;
   // OpenSSL 3 deprecates HMAC(); EVP_Q_mac is its one-shot replacement.
@@ -85,9 +84,8 @@ std::string auth_proof(std::string_view token, std::string_view challenge,
   return to_hex(hmac_sha256(token, auth_message(challenge, own_nonce, own_node_id)));
 }
 
-bool verify_proof(std::string_view token, std::string_view challenge,
-                  std::string_view peer_nonce, std::int64_t peer_node_id,
-                  std::string_view proof) {
+bool verify_proof(std::string_view token, std::string_view challenge, std::string_view peer_nonce,
+                  std::int64_t peer_node_id, std::string_view proof) {
   if (token.empty() || proof.size() != kProofHexChars) {
     return false;
   }

@@ -158,8 +158,8 @@ class HelloSax final : public nlohmann::json_sax<json> {
 
   FieldMap fields_;
   std::string key_;
-  std::size_t depth_ = 0;     // containers open now
-  bool collecting_ = false;   // the value at depth 1 being read is an array
+  std::size_t depth_ = 0;    // containers open now
+  bool collecting_ = false;  // the value at depth 1 being read is an array
   std::string error_;
 };
 
@@ -254,8 +254,8 @@ std::set<std::string> get_labels(const json* v) {
       wrong_type("l", "labels", "strings", label);
     }
     if (auto problem = string_problem(label.get_ref<const std::string&>(), kMaxLabelBytes, false)) {
-      wrong("l", "labels", "entry '" + printable(label.get_ref<const std::string&>()) + "' " +
-                               *problem);
+      wrong("l", "labels",
+            "entry '" + printable(label.get_ref<const std::string&>()) + "' " + *problem);
     }
     labels.insert(label.get<std::string>());
   }
@@ -289,12 +289,10 @@ void check_for_encode(const Hello& h) {
 std::vector<std::uint8_t> encode_hello(const Hello& hello) {
   check_for_encode(hello);
   const json j = {
-      {"v", hello.version},        {"n", hello.node_id},
-      {"i", hello.instance},       {"m", hello.max_frame_bytes},
-      {"r", hello.run_id},         {"rx", hello.run_id_explicit},
-      {"a", hello.attempt},        {"l", hello.labels},
-      {"la", hello.listen},        {"c", hello.nonce},
-      {"au", hello.auth},
+      {"v", hello.version},         {"n", hello.node_id}, {"i", hello.instance},
+      {"m", hello.max_frame_bytes}, {"r", hello.run_id},  {"rx", hello.run_id_explicit},
+      {"a", hello.attempt},         {"l", hello.labels},  {"la", hello.listen},
+      {"c", hello.nonce},           {"au", hello.auth},
   };
   return json::to_msgpack(j);
 }
@@ -326,16 +324,16 @@ Hello decode_hello(std::span<const std::uint8_t> payload) {
   h.node_id = get_signed(*field(f, "n", "node id", true), "n", "node id");
   h.instance = get_unsigned(*field(f, "i", "instance", true), "i", "instance",
                             std::numeric_limits<std::uint64_t>::max());
-  h.max_frame_bytes = get_unsigned(*field(f, "m", "max frame bytes", true), "m",
-                                   "max frame bytes", std::numeric_limits<std::uint64_t>::max());
+  h.max_frame_bytes = get_unsigned(*field(f, "m", "max frame bytes", true), "m", "max frame bytes",
+                                   std::numeric_limits<std::uint64_t>::max());
   h.run_id = get_string(field(f, "r", "run id", false), "r", "run id", kMaxRunIdBytes);
   h.run_id_explicit = get_bool(field(f, "rx", "run id explicit", false), "rx", "run id explicit");
   if (const json* a = field(f, "a", "attempt", false)) {
     h.attempt = get_signed(*a, "a", "attempt");
   }
   h.labels = get_labels(field(f, "l", "labels", false));
-  h.listen = get_string(field(f, "la", "listen address", false), "la", "listen address",
-                        kMaxListenBytes);
+  h.listen =
+      get_string(field(f, "la", "listen address", false), "la", "listen address", kMaxListenBytes);
   h.nonce = get_string(field(f, "c", "nonce", false), "c", "nonce", kMaxNonceBytes, true);
   h.auth = get_bool(field(f, "au", "auth", false), "au", "auth");
   return h;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "ditask/export.hpp"
+
 #include "frame.hpp"
 
 namespace ditask::detail::mesh {
@@ -57,8 +58,8 @@ struct Hello {
   std::string run_id;
   bool run_id_explicit = false;  // set by --run-id / inherited DITASK_RUN_ID / platform
   std::int64_t node_id = 0;
-  std::int64_t attempt = 0;     // DITASK_ATTEMPT (restart count)
-  std::uint64_t instance = 0;   // random per process, tells two processes with one node id apart
+  std::int64_t attempt = 0;    // DITASK_ATTEMPT (restart count)
+  std::uint64_t instance = 0;  // random per process, tells two processes with one node id apart
   std::set<std::string> labels;
   std::uint64_t max_frame_bytes = 0;  // the largest frame (topic + payload) this node accepts
   std::string listen;                 // the address this node listens on (tcp://h:p or ipc:///path)

@@ -95,6 +95,7 @@ Mesh::Mesh(MeshSettings settings) : settings_(std::move(settings)), acceptor_(io
   own_hello_.max_frame_bytes = settings_.max_frame_bytes;
   own_hello_.listen = settings_.listen;
   own_hello_.auth = !settings_.token.empty();
+  encode_hello(own_hello_);  // a label or run id the hello cannot carry is reported now, not per link
 
   std::map<std::string, std::int64_t> node_at;
   for (const auto& n : settings_.local_nodes) {
@@ -331,7 +332,9 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
     case FrameType::bye: {
       const std::string reason = decode_bye(frame.payload);
       if (!link->established) {
-        DITASK_LOG(error, "mesh") << link->peer() << " refused this node: " << reason;
+        if (first_time("refused by " + link->peer() + reason)) {
+          DITASK_LOG(error, "mesh") << link->peer() << " refused this node: " << reason;
+        }
         if (link->dialled()) {
           std::lock_guard lock(mutex_);
           for (auto& d : dests_) {
@@ -352,8 +355,24 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
   }
 }
 
+bool Mesh::first_time(const std::string& what) {
+  std::lock_guard lock(mutex_);
+  if (logged_.count(what) != 0) {
+    return false;
+  }
+  if (logged_.size() < 1024) {
+    logged_.insert(what);
+  }
+  return true;
+}
+
 void Mesh::refuse(const std::shared_ptr<Link>& link, const std::string& why) {
-  DITASK_LOG(error, "mesh") << "refused " << link->peer() << ": " << why;
+  // A dialler retries: say it once at error level, the repeats at debug level.
+  if (first_time("refused " + link->peer() + why)) {
+    DITASK_LOG(error, "mesh") << "refused " << link->peer() << ": " << why;
+  } else {
+    DITASK_LOG(debug, "mesh") << "refused " << link->peer() << " again: " << why;
+  }
   link->refused = true;
   link->stop_hello_timer();
   link->leave(why, "refused", kRefuseLinger);
@@ -381,7 +400,7 @@ void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {
     return;
   }
   if (h.node_id == settings_.node_id) {
-    refuse(link, "node id " + std::to_string(h.node_id) + " is this node's own id (two workers with one node id?)");
+    refuse(link, "duplicate node id " + std::to_string(h.node_id) + ": it is this node's own id");
     return;
   }
   if (settings_.token.empty() && h.auth) {
@@ -439,6 +458,7 @@ Mesh::Dest* Mesh::find_dest_locked(const Hello& hello, const std::string& dial_a
 void Mesh::establish(const std::shared_ptr<Link>& link) {
   const Hello& h = *link->hello;
   std::shared_ptr<Link> old;
+  std::optional<std::string> refusal;
   {
     std::lock_guard lock(mutex_);
     if (auto it = joined_.find(h.node_id); it != joined_.end()) {
@@ -455,11 +475,14 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
         }
       } else if (h.attempt <= was.attempt) {
         old = nullptr;
-        refuse(link, "node " + std::to_string(h.node_id) + " is already connected (attempt " +
-                         std::to_string(was.attempt) + ", " + was.listen + "): duplicate node id");
-        return;
+        refusal = "duplicate node id " + std::to_string(h.node_id) + ": node " + std::to_string(h.node_id) +
+                  " is already connected (attempt " + std::to_string(was.attempt) + ", " + was.listen + ")";
       }
     }
+  }
+  if (refusal) {
+    refuse(link, *refusal);
+    return;
   }
   if (old) {
     old->close_here("replaced");  // its peer_left comes before the new incarnation's peer_joined

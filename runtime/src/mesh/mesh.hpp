@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -122,6 +123,8 @@ class Mesh final : public Link::Owner {
   std::vector<std::string> missing_locked() const;
   bool ready_locked() const;
   bool is_hub() const noexcept;
+  /// True the first time `what` is asked about (keeps repeated refusals out of the log).
+  bool first_time(const std::string& what);
 
   const MeshSettings settings_;
   Hello own_hello_;
@@ -139,6 +142,7 @@ class Mesh final : public Link::Owner {
   std::vector<std::shared_ptr<Link>> links_;  // every open link
   bool stopping_ = false;
   bool shut_down_ = false;
+  std::set<std::string> logged_;
 
   std::mutex sink_mutex_;               // guards the three below
   Sink sink_;
