@@ -8,12 +8,13 @@
 #include <string>
 
 #include "ditask/event_args.hpp"
+#include "ditask/export.hpp"
 
 namespace ditask::detail {
 
 /// Told once per remote event when its handlers ran or it was dropped (acknowledgements and
 /// flow control). Thread: the dispatcher thread (or whoever drops the event).
-class Receipt {
+class DITASK_API Receipt {
  public:
   virtual ~Receipt() = default;
   /// `handled`: at least one handler saw it.

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "ditask/export.hpp"
+
 namespace ditask::detail::mesh {
 
 /// The longest Unix socket path (sun_path holds 108 bytes with its terminating NUL).
@@ -24,6 +26,6 @@ struct Address {
 /// Parses `tcp://host:port` (`tcp://[::1]:port` for IPv6) or `ipc:///abs/path`.
 /// Errors: ditask::Error naming the address: unknown scheme, missing/bad port, empty host,
 /// relative or too long ipc path (never truncated).
-Address parse_address(std::string_view text);
+DITASK_API Address parse_address(std::string_view text);
 
 }  // namespace ditask::detail::mesh
