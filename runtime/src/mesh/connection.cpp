@@ -13,7 +13,9 @@ namespace asio = boost::asio;
 
 namespace {
 constexpr std::size_t kReadChunk = 256 * 1024;
-constexpr std::size_t kMaxBatchFrames = 1024;
+constexpr std::size_t kMaxBatchFrames = 4096;
+constexpr std::size_t kMaxBatchBytes = 4u << 20;
+constexpr std::size_t kStageBelow = 16 * 1024;  // payloads up to this size are copied into staging_
 }  // namespace
 
 Link::Link(Socket socket, std::string peer, bool dialled, Owner& owner, std::size_t max_frame_bytes,
@@ -205,22 +207,47 @@ void Link::write_batch() {
       return;
     }
     writing_.clear();
-    while (!queue_.empty() && writing_.size() < kMaxBatchFrames) {
+    std::size_t batch_bytes = 0;
+    while (!queue_.empty() && writing_.size() < kMaxBatchFrames && batch_bytes < kMaxBatchBytes) {
+      batch_bytes += kHeaderSize + (queue_.front().body ? queue_.front().body->size() : 0);
       writing_.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
   }
-  buffers.reserve(writing_.size() * 3);
-  for (const auto& out : writing_) {
-    buffers.emplace_back(out.header.data(), out.header.size());
-    if (out.body) {
-      if (!out.body->topic.empty()) {
-        buffers.emplace_back(out.body->topic.data(), out.body->topic.size());
-      }
-      if (!out.body->payload.empty()) {
-        buffers.emplace_back(out.body->payload.data(), out.body->payload.size());
-      }
+  // Small frames are copied into one staging buffer (one iovec for many events); large payloads
+  // are written from their own buffers. Segments are recorded first: staging_ may still grow.
+  struct Segment {
+    bool staged;
+    std::size_t offset;
+    const std::uint8_t* data;
+    std::size_t size;
+  };
+  std::vector<Segment> segments;
+  staging_.clear();
+  auto stage = [&](const std::uint8_t* data, std::size_t size) {
+    if (!segments.empty() && segments.back().staged) {
+      segments.back().size += size;
+    } else {
+      segments.push_back(Segment{true, staging_.size(), nullptr, size});
     }
+    staging_.insert(staging_.end(), data, data + size);
+  };
+  for (const auto& out : writing_) {
+    stage(out.header.data(), out.header.size());
+    if (!out.body) {
+      continue;
+    }
+    const auto* topic = reinterpret_cast<const std::uint8_t*>(out.body->topic.data());
+    stage(topic, out.body->topic.size());
+    if (out.body->payload.size() <= kStageBelow) {
+      stage(out.body->payload.data(), out.body->payload.size());
+    } else {
+      segments.push_back(Segment{false, 0, out.body->payload.data(), out.body->payload.size()});
+    }
+  }
+  buffers.reserve(segments.size());
+  for (const auto& seg : segments) {
+    buffers.emplace_back(seg.staged ? staging_.data() + seg.offset : seg.data, seg.size);
   }
   asio::async_write(socket_, buffers,
                     [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {

@@ -147,6 +147,7 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   std::condition_variable changed_;     // room in the queue, acks, close
   std::deque<Out> queue_;
   std::vector<Out> writing_;            // the batch being written (io thread while active)
+  std::vector<std::uint8_t> staging_;   // small frames of that batch, copied (io thread)
   std::size_t queued_bytes_ = 0;        // queue_ + writing_ event bytes
   bool write_active_ = false;           // a write is posted or in progress
   bool closed_ = false;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "ditask/error.hpp"
+#include "msgpack_reader.hpp"
 
 namespace ditask::detail::mesh {
 namespace {
@@ -275,13 +276,11 @@ std::vector<std::uint8_t> encode_event_args(const EventArgs& args) {
 }
 
 EventArgs decode_event_args(std::span<const std::uint8_t> payload) {
-  if (nests_deeper_than(payload, kMaxNesting)) {
-    malformed("nested deeper than " + std::to_string(kMaxNesting) + " levels");
-  }
-  json j = json::from_msgpack(payload.begin(), payload.end(), /*strict=*/true,
-                              /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    malformed("not valid MessagePack (" + std::to_string(payload.size()) + " bytes)");
+  json j;
+  try {
+    j = read_msgpack(payload, kMaxNesting);
+  } catch (const Error& e) {
+    malformed(e.what());
   }
   if (!j.is_object()) {
     malformed("expected a map, got " + std::string(j.type_name()));
