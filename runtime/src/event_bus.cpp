@@ -74,7 +74,7 @@ void EventBus::release_parked_locked(const std::string& event) {
   }
   for (auto& job : it->second) {
     parked_count_ -= 1;
-    parked_bytes_ -= job.bytes;
+    parked_bytes_ -= job.parked_bytes;
     queue_.push_back(std::move(job));
     ++posted_;
   }
@@ -115,7 +115,9 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
         ++parked_count_;
         parked_bytes_ += e.bytes;
         held.emplace_back(e.receipt, &e);
-        parked_[e.event].push_back(Job{e.event, std::move(e.args), e.receipt, e.seq, e.bytes});
+        // Acknowledged (and its bytes released) now: when it runs later, the receipt only
+        // learns whether a handler saw it.
+        parked_[e.event].push_back(Job{e.event, std::move(e.args), e.receipt, e.seq, 0, e.bytes});
         continue;
       }
       queue_.push_back(Job{std::move(e.event), std::move(e.args), std::move(e.receipt), e.seq, e.bytes});

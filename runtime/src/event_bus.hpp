@@ -91,7 +91,8 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
     EventArgs args;
     std::shared_ptr<Receipt> receipt = nullptr;  // remote events only
     std::uint64_t seq = 0;
-    std::size_t bytes = 0;
+    std::size_t bytes = 0;         // released through the receipt when it ran
+    std::size_t parked_bytes = 0;  // counted against the holding bound while parked
   };
 
   void dispatch_loop();
