@@ -87,6 +87,10 @@ void Link::read_more() {
 void Link::on_read(const boost::system::error_code& ec, std::size_t n) {
   reading_ = false;
   if (ec) {
+    if (decoder_.buffered() > 0 && !decoder_.poisoned()) {
+      DITASK_LOG(warn, "mesh") << "connection with " << peer() << " ended inside a frame ("
+                               << decoder_.buffered() << " bytes of it received): " << ec.message();
+    }
     if (got_bye_) {
       close_now(leave_close_reason_.empty() ? "bye" : leave_close_reason_);
     } else if (!leave_close_reason_.empty()) {
