@@ -190,14 +190,14 @@ SendResult Link::send_event(const BodyPtr& body, std::uint64_t sender, std::uint
   return SendResult::queued;
 }
 
-void Link::send_events_unbounded(const std::vector<BodyPtr>& bodies, std::uint64_t sender) {
+void Link::send_events_unbounded(const std::vector<Pending>& events) {
   std::unique_lock lock(mutex_);
-  if (closed_ || leaving_ || bodies.empty()) {
+  if (closed_ || leaving_ || events.empty()) {
     return;
   }
-  for (const auto& body : bodies) {
-    queued_bytes_ += body->size() + kHeaderSize;
-    queue_.push_back(make_out(FrameType::event, sender, ++next_seq_, 0, body));
+  for (const auto& e : events) {
+    queued_bytes_ += e.body->size() + kHeaderSize;
+    queue_.push_back(make_out(FrameType::event, e.sender, ++next_seq_, e.flags, e.body));
   }
   schedule_write_locked(lock);
 }

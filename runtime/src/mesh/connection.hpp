@@ -78,8 +78,14 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   /// returns dropped at once (`drop`); returns closed when the link is gone.
   SendResult send_event(const BodyPtr& body, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
                         std::chrono::steady_clock::time_point deadline);
+  /// An event waiting for a peer's first hello.
+  struct Pending {
+    BodyPtr body;
+    std::uint64_t sender = 0;
+    std::uint16_t flags = 0;
+  };
   /// Queues events regardless of the bound (moving the early queue of a peer onto its link).
-  void send_events_unbounded(const std::vector<BodyPtr>& bodies, std::uint64_t sender);
+  void send_events_unbounded(const std::vector<Pending>& events);
 
   /// Closes now (any thread). Owner::on_closed follows on the io thread.
   void close(std::string reason);

@@ -504,7 +504,7 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
     d->last_error.clear();
     if (!d->joined_ever) {
       d->joined_ever = true;
-      link->send_events_unbounded(d->early, static_cast<std::uint64_t>(settings_.node_id));
+      link->send_events_unbounded(d->early);
       d->early.clear();
       d->early_bytes = 0;
     }
@@ -578,6 +578,19 @@ void Mesh::relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::ui
       if (j.link != from && static_cast<std::uint64_t>(node) != sender) {
         to.emplace_back(j.link, j.hello.max_frame_bytes);
       }
+    }
+    // A spoke that has not joined yet gets it after its hello, like any event emitted early.
+    for (auto& d : dests_) {
+      if (d.joined_ever || d.link || (d.node && static_cast<std::uint64_t>(*d.node) == sender)) {
+        continue;
+      }
+      if (d.early_bytes + body->size() > settings_.send_queue_bytes && d.early_bytes > 0) {
+        ++dropped_;
+        continue;
+      }
+      d.early.push_back(Link::Pending{body, sender, kFlagRelayed});
+      d.early_bytes += body->size();
+      ++sent_;
     }
   }
   for (const auto& [link, limit] : to) {
@@ -832,7 +845,7 @@ void Mesh::send(const SendTarget& target, std::string_view event, const EventArg
         }
         continue;
       }
-      d->early.push_back(body);
+      d->early.push_back(Link::Pending{body, static_cast<std::uint64_t>(settings_.node_id), 0});
       d->early_bytes += size;
       ++sent_;
     }

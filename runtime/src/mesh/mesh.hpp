@@ -94,7 +94,7 @@ class DITASK_API Mesh final : public Link::Owner {
     bool required = false;               ///< readiness waits for it
     bool joined_ever = false;
     std::shared_ptr<Link> link;          ///< the established link, or null
-    std::vector<BodyPtr> early;          ///< emitted before it ever joined
+    std::vector<Link::Pending> early;    ///< emitted (or relayed) before it ever joined
     std::size_t early_bytes = 0;
     std::string last_error;              ///< why the last dial failed
     std::chrono::milliseconds backoff{0};
