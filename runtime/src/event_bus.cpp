@@ -225,7 +225,9 @@ void EventBus::drain() {
   }
   std::unique_lock lock(mutex_);
   const std::uint64_t target = posted_;
+  ++drain_waiters_;
   done_.wait(lock, [&] { return dispatched_ >= target || finished_; });
+  --drain_waiters_;
 }
 
 bool EventBus::on_dispatcher_thread() const noexcept {
@@ -251,7 +253,9 @@ void EventBus::dispatch_loop() {
     batch.clear();
     lock.lock();
     dispatched_ = posted_ - queue_.size();
-    done_.notify_all();
+    if (drain_waiters_ > 0) {  // a wake-up per batch costs a context switch nobody needs
+      done_.notify_all();
+    }
   }
 }
 

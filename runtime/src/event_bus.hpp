@@ -114,6 +114,7 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   bool stopping_ = false;            // guarded by mutex_
   bool abort_ = false;               // guarded by mutex_
   bool finished_ = false;            // guarded by mutex_: the dispatcher loop has ended
+  int drain_waiters_ = 0;            // guarded by mutex_: threads in drain()
   bool parking_ = true;              // guarded by mutex_: the startup window is open
   std::map<std::string, std::deque<Job>, std::less<>> parked_;  // guarded by mutex_
   std::size_t parked_count_ = 0;     // guarded by mutex_

@@ -196,7 +196,7 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
   if (task().running()) {
     task().stop();  // the module returned without stopping it: run its queued handlers now
   }
-  detail::mesh::shutdown_worker_mesh();  // delivers what is still queued for peers, says bye
+  detail::mesh::shutdown_worker_mesh(code != 0);  // delivers what is still queued for peers, says bye
   flush_output();
   return code;
 }

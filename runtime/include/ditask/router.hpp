@@ -16,9 +16,9 @@ namespace events {
 /// A peer completed the hello. Named arguments: node_id, attempt, labels (array), address.
 inline constexpr const char* peer_joined = "ditask.peer_joined";
 /// A peer that had joined is gone. Named arguments: node_id, attempt, reason ("bye" for an
-/// orderly leave, "connection lost", "replaced" when its restarted incarnation took over,
-/// "refused" when it refused our hello), lost (events queued for or in flight to it that it
-/// never acknowledged).
+/// orderly leave, "failed" when it left because its entry failed, "connection lost",
+/// "replaced" when its restarted incarnation took over), lost (events queued for or in flight
+/// to it that it never acknowledged).
 inline constexpr const char* peer_left = "ditask.peer_left";
 /// Broadcast by Task::stop() of a peer: positional `true`; named reason ("ok" or "failed") and
 /// node_id. An "ok" finish from a peer sets Task::finish() here, so run() ends after its step.

@@ -177,7 +177,10 @@ SendResult Link::send_event(const BodyPtr& body, std::uint64_t sender, std::uint
     if (drop_when_full) {
       return SendResult::dropped;
     }
-    if (!changed_.wait_until(lock, deadline, fits)) {
+    ++waiters_;
+    const bool room = changed_.wait_until(lock, deadline, fits);
+    --waiters_;
+    if (!room) {
       return SendResult::timed_out;
     }
   }
@@ -266,6 +269,7 @@ void Link::on_written(const boost::system::error_code& ec) {
   }
   bool more = false;
   bool sent_bye = false;
+  bool notify = false;
   {
     std::lock_guard lock(mutex_);
     for (const auto& out : writing_) {
@@ -279,8 +283,11 @@ void Link::on_written(const boost::system::error_code& ec) {
     if (!more) {
       write_active_ = false;
     }
+    notify = waiters_ > 0;
   }
-  changed_.notify_all();
+  if (notify) {
+    changed_.notify_all();
+  }
   if (sent_bye) {
     boost::system::error_code ignored;
     socket_.shutdown(Socket::shutdown_send, ignored);
@@ -395,14 +402,18 @@ void Link::send_ack() {
 }
 
 void Link::on_ack(std::uint64_t seq) {
+  bool notify = false;
   {
     std::lock_guard lock(mutex_);
     if (seq > acked_seq_ && seq <= next_seq_) {
       owner_.on_acked(seq - acked_seq_);
       acked_seq_ = seq;
     }
+    notify = waiters_ > 0;
   }
-  changed_.notify_all();
+  if (notify) {
+    changed_.notify_all();
+  }
 }
 
 std::uint64_t Link::unacked() const {
@@ -412,7 +423,10 @@ std::uint64_t Link::unacked() const {
 
 bool Link::wait_acked(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mutex_);
-  return changed_.wait_until(lock, deadline, [&] { return closed_ || acked_seq_ == next_seq_; }) &&
+  ++waiters_;
+  const bool done = changed_.wait_until(lock, deadline, [&] { return closed_ || acked_seq_ == next_seq_; });
+  --waiters_;
+  return done &&
          acked_seq_ == next_seq_;
 }
 

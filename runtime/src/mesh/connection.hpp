@@ -112,7 +112,7 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   // Handshake state, owned by the Mesh on the io thread.
   std::optional<Hello> hello;          ///< the peer's hello
   bool proof_ok = false;               ///< the peer's token proof checked (or none needed)
-  bool established = false;            ///< the peer joined through this link
+  std::atomic<bool> established{false};  ///< the peer joined through this link (read by shutdown)
   bool refused = false;                ///< we refused the peer
   std::string dial_address;            ///< the address dialled (dialled links)
   std::string own_nonce;               ///< the nonce of our hello on this link
@@ -156,6 +156,7 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   std::vector<std::uint8_t> staging_;   // small frames of that batch, copied (io thread)
   std::size_t queued_bytes_ = 0;        // queue_ + writing_ event bytes
   bool write_active_ = false;           // a write is posted or in progress
+  int waiters_ = 0;                     // threads waiting on changed_
   bool closed_ = false;
   bool leaving_ = false;                // bye queued: no more frames after it
   std::uint64_t next_seq_ = 0;          // last event seq assigned

@@ -346,7 +346,7 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
         link->close_here("refused by the peer: " + reason);
       } else {
         DITASK_LOG(debug, "mesh") << link->peer() << " said bye: " << reason;
-        link->close_here("bye");
+        link->close_here(reason == "failed" ? "failed" : "bye");
       }
       return;
     }
@@ -678,7 +678,8 @@ void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reaso
       const std::int64_t node = link->hello->node_id;
       if (auto it = joined_.find(node); it != joined_.end() && it->second.link == link) {
         joined_.erase(it);
-        const std::string why = reason == "bye" || reason == "replaced" ? reason : "connection lost";
+        const std::string why =
+            reason == "bye" || reason == "replaced" || reason == "failed" ? reason : "connection lost";
         left = notice(events::peer_left, *link->hello, why, lost);
         if (lost > 0 || why != "bye") {
           DITASK_LOG(warn, "mesh") << link->peer() << " left (" << reason << "); " << lost
@@ -693,7 +694,10 @@ void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reaso
       if (d.link == link) {
         d.link = nullptr;
       }
-      if (d.dial && link->dialled() && d.address == link->dial_address && !stopping_ && !d.link) {
+      // After an orderly bye the peer is done: dialling it again would only reach its
+      // launcher's listening socket. A failed peer may be restarted (--auto-recover).
+      if (d.dial && link->dialled() && d.address == link->dial_address && !stopping_ && !d.link &&
+          reason != "bye") {
         if (!link->established && d.last_error.empty()) {
           d.last_error = reason;
         }
@@ -901,7 +905,7 @@ MeshStats Mesh::stats() const {
   return MeshStats{sent_.load(), acked_.load(), received_.load(), lost_.load(), dropped_.load(), unhandled_.load()};
 }
 
-void Mesh::shutdown() noexcept {
+void Mesh::shutdown(bool failed) noexcept {
   std::vector<std::shared_ptr<Link>> links;
   {
     std::lock_guard lock(mutex_);
@@ -927,7 +931,11 @@ void Mesh::shutdown() noexcept {
     links = links_;
   }
   for (const auto& link : links) {
-    link->leave("bye", "bye", kByeLinger);
+    if (link->established) {
+      link->leave(failed ? "failed" : "bye", "bye", kByeLinger);
+    } else {
+      link->close("this node is leaving");  // no hello yet: nobody to say bye to
+    }
   }
   {
     std::unique_lock lock(mutex_);
@@ -971,7 +979,7 @@ std::shared_ptr<Mesh> worker_mesh(bool create) {
   return g_worker_mesh;
 }
 
-void shutdown_worker_mesh() noexcept {
+void shutdown_worker_mesh(bool failed) noexcept {
   std::shared_ptr<Mesh> mesh;
   {
     std::lock_guard lock(g_worker_mutex);
@@ -979,7 +987,7 @@ void shutdown_worker_mesh() noexcept {
     g_worker_settings.reset();
   }
   if (mesh) {
-    mesh->shutdown();
+    mesh->shutdown(failed);
   }
 }
 

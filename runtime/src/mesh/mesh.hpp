@@ -76,7 +76,9 @@ class DITASK_API Mesh final : public Link::Owner {
   MeshStats stats() const;
   /// Waits (bounded) for what was sent to be acknowledged, says bye, closes every link and
   /// stops the io thread. Idempotent.
-  void shutdown() noexcept;
+  /// `failed`: the bye says "failed", so peers that dial this node keep dialling (it may be
+  /// restarted); after a plain bye they do not.
+  void shutdown(bool failed = false) noexcept;
 
   // Link::Owner (io thread)
   void on_frame(const std::shared_ptr<Link>& link, Frame&& frame) override;
@@ -160,6 +162,6 @@ DITASK_API void set_worker_settings(MeshSettings settings);
 /// `create`. Errors: as Mesh::start.
 std::shared_ptr<Mesh> worker_mesh(bool create);
 /// Shuts the worker's mesh down (worker exit). Idempotent.
-void shutdown_worker_mesh() noexcept;
+void shutdown_worker_mesh(bool failed) noexcept;
 
 }  // namespace ditask::detail::mesh
