@@ -77,4 +77,33 @@ struct PortSquatter {
   int port = 0;
 };
 
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound, then released), for a ditask that
+/// must listen on a port known in advance (`--ports`). Another process could take it in between;
+/// prefer port 0 or PortSquatter wherever the port need not be known before the launch.
+inline int free_port() {
+  PortSquatter squatter;
+  return squatter.port;
+}
+
+/// Holds a TCP port on 127.0.0.1 that is bound but not listening: connecting to it is refused
+/// (ECONNREFUSED) for as long as this object lives, and nobody else can start listening there.
+struct RefusingPort {
+  RefusingPort() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port = ntohs(addr.sin_port);
+  }
+  ~RefusingPort() { ::close(fd); }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  int fd = -1;
+  int port = 0;
+};
+
 }  // namespace ditask::test

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: MIT
+// The ditask side of `scripts/bench.sh mesh` (tests/bench/raw_mesh_bench.cpp is the raw Asio side).
+// Node 0 drives the measurements between workers and prints one line `bench_mesh <figure>
+// key=value ...`, which the launcher tags `[node 0]` (ready and idle_rss: every node prints its
+// own); the script parses them. Parameters come after `--` as key=value:
+//
+//   rtt       2 workers. Node 0 sends `rounds` (20000) 64-byte "ping"s to node 1 after `warmup`
+//             (2000), one at a time; node 1's handler emits each back as "pong". Prints p50/p99 in
+//             microseconds and the context switches of both processes per round trip.
+//   stream    N workers. Node 0 emits `count` (1000000) events of `size` (64) bytes with
+//             emit_remote; every other node counts them in its handler. Prints events/s and GB/s
+//             from the first emit until the last event reached its last receiver, and delivered.
+//   ready     Returns right after start(): prints when this worker's mesh was ready.
+//   idle_rss  Prints this worker's VmRSS right after start().
+//
+// Every wait gives up after `timeout_s` (120) seconds with an exception, which fails the worker.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <sys/resource.h>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <ditask/ditask.hpp>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Monotonic nanoseconds: CLOCK_MONOTONIC (steady_clock on Linux) is one clock for every process
+// of the machine, so timestamps taken by different workers can be subtracted.
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// Context switches of this process (all threads) so far, voluntary and involuntary: what
+// `perf stat -e context-switches` counts, but for a window of our choosing.
+std::int64_t context_switches() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_nvcsw + usage.ru_nivcsw;
+}
+
+// VmRSS of this process in kB, or -1 when /proc does not tell.
+std::int64_t vmrss_kb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      return std::stoll(line.substr(6));
+    }
+  }
+  return -1;
+}
+
+// The module arguments as key=value integers. Errors: std::invalid_argument for an unknown key
+// or a value that is not an integer.
+class Params {
+ public:
+  Params(std::initializer_list<std::pair<const char*, std::int64_t>> defaults) {
+    for (const auto& [name, value] : defaults) {
+      values_[name] = value;
+    }
+    values_["timeout_s"] = 120;
+    for (const auto& arg : ditask::args()) {
+      const auto eq = arg.find('=');
+      const auto it = values_.find(arg.substr(0, eq));
+      if (eq == std::string::npos || it == values_.end()) {
+        throw std::invalid_argument("bench_mesh: unknown parameter '" + arg +
+                                    "' (known: " + known() + ")");
+      }
+      it->second = parse(arg, arg.substr(eq + 1));
+    }
+  }
+  std::int64_t operator[](const std::string& name) const { return values_.at(name); }
+  std::chrono::seconds timeout() const { return std::chrono::seconds(values_.at("timeout_s")); }
+
+ private:
+  static std::int64_t parse(const std::string& arg, const std::string& text) {
+    std::size_t used = 0;
+    std::int64_t value = 0;
+    try {
+      value = std::stoll(text, &used);
+    } catch (const std::logic_error&) {
+      used = 0;
+    }
+    if (text.empty() || used != text.size()) {
+      throw std::invalid_argument("bench_mesh: '" + arg + "' is not an integer");
+    }
+    return value;
+  }
+  std::string known() const {
+    std::string out;
+    for (const auto& [name, value] : values_) {
+      out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+    }
+    return out;
+  }
+  std::map<std::string, std::int64_t> values_;
+};
+
+// A flag one thread sets and another waits for.
+class Signal {
+ public:
+  void set() {
+    const std::lock_guard lock(mutex_);
+    set_ = true;
+    cv_.notify_all();
+  }
+  // True when set() came within `limit`.
+  bool wait_for(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, limit, [this] { return set_; });
+  }
+  // Waits until set(). Errors: std::runtime_error naming `what` after `limit`.
+  void wait(std::chrono::seconds limit, const std::string& what) {
+    if (!wait_for(limit)) {
+      throw std::runtime_error("bench_mesh: timed out after " + std::to_string(limit.count()) +
+                               " s waiting for " + what);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool set_ = false;
+};
+
+void print_line(const std::string& line) {
+  std::printf("bench_mesh %s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+std::int64_t self_id() { return ditask::task().router().node_id(); }
+
+std::int64_t peer_count() {
+  return static_cast<std::int64_t>(ditask::task().router().peers().size());
+}
+
+// Node 0: sends "bm.probe" to every peer until all of them answered "bm.ready", so no measured
+// event can arrive before its handler is registered. Receivers call answer_probes() first.
+void await_receivers(const Params& params) {
+  auto& task = ditask::task();
+  // Shared with the handler: a late answer may still be queued when this function returns.
+  struct Answers {
+    std::mutex mutex;
+    std::set<std::int64_t> nodes;
+    std::size_t expected = 0;
+    Signal all;
+  };
+  auto answers = std::make_shared<Answers>();
+  answers->expected = static_cast<std::size_t>(peer_count());
+  task.on("bm.ready", [answers](std::int64_t node) {
+    const std::lock_guard lock(answers->mutex);
+    if (answers->nodes.insert(node).second && answers->nodes.size() == answers->expected) {
+      answers->all.set();
+    }
+  });
+  const auto deadline = Clock::now() + params.timeout();
+  do {
+    if (Clock::now() > deadline) {
+      throw std::runtime_error("bench_mesh: peers did not answer bm.probe within " +
+                               std::to_string(params.timeout().count()) + " s");
+    }
+    task.emit_remote("bm.probe");
+  } while (!answers->all.wait_for(std::chrono::milliseconds(20)));
+  task.off("bm.ready");
+}
+
+// Receivers: answers node 0's probes (after the caller registered its measured handlers).
+void answer_probes() {
+  auto& task = ditask::task();
+  task.on("bm.probe", [&task] { task.emit_to_node(0, "bm.ready", self_id()); });
+}
+
+// Everyone but node 0: stays until node 0 has all it needs, so no worker leaves the mesh while a
+// measurement is still running.
+void await_bye(ditask::Waiter& bye, const Params& params) {
+  if (!bye.wait(params.timeout())) {
+    throw std::runtime_error("bench_mesh: no bm.bye from node 0 within " +
+                             std::to_string(params.timeout().count()) + " s");
+  }
+}
+
+// Node 0's side of rtt: the pong handler sends the next ping, so no thread hand-off other than
+// the mesh's own sits in the loop.
+class Pinger {
+ public:
+  explicit Pinger(const Params& params)
+      : warmup_(params["warmup"]),
+        total_(params["warmup"] + params["rounds"]),
+        blob_(static_cast<std::size_t>(params["size"]), 0x5a) {
+    latencies_ns_.reserve(static_cast<std::size_t>(params["rounds"]));
+  }
+
+  // Registers the pong handler and sends the first ping. Thread: the entry's.
+  void start() {
+    ditask::task().on("bm.pong",
+                      [this](std::vector<std::uint8_t> blob) { on_pong(std::move(blob)); });
+    send(std::vector<std::uint8_t>(blob_));
+  }
+  Signal& finished() { return finished_; }
+  std::int64_t context_switches_in_window() const { return ctx_end_ - ctx_start_; }
+  std::vector<std::int64_t> sorted_latencies() const {
+    auto sorted = latencies_ns_;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
+  }
+
+ private:
+  void on_pong(std::vector<std::uint8_t> blob) {
+    const auto arrived = now_ns();
+    ++done_;
+    if (done_ > warmup_) {
+      latencies_ns_.push_back(arrived - sent_ns_);
+    }
+    if (done_ == total_) {
+      ctx_end_ = context_switches();
+      finished_.set();
+      return;
+    }
+    send(std::move(blob));
+  }
+  void send(std::vector<std::uint8_t> blob) {
+    if (done_ == warmup_) {
+      ctx_start_ = context_switches();
+    }
+    sent_ns_ = now_ns();
+    ditask::task().emit_to_node(1, "bm.ping", std::move(blob));
+  }
+
+  std::int64_t warmup_;
+  std::int64_t total_;
+  std::vector<std::uint8_t> blob_;
+  std::vector<std::int64_t> latencies_ns_;
+  std::int64_t done_ = 0;
+  std::int64_t sent_ns_ = 0;
+  std::int64_t ctx_start_ = 0;
+  std::int64_t ctx_end_ = 0;
+  Signal finished_;
+};
+
+std::string micros(std::int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", static_cast<double>(ns) / 1000.0);
+  return text;
+}
+
+void rtt_node0(const Params& params) {
+  auto& task = ditask::task();
+  Pinger pinger(params);
+  auto stats = task.waiter("bm.stats");
+  await_receivers(params);
+  pinger.start();
+  pinger.finished().wait(params.timeout(), "the last pong");
+  task.emit_to_node(1, "bm.done");
+  const auto peer_stats = stats.wait(params.timeout());
+  if (!peer_stats) {
+    throw std::runtime_error("bench_mesh: no bm.stats from node 1");
+  }
+  task.emit_remote("bm.bye");
+  const auto sorted = pinger.sorted_latencies();
+  const auto n = sorted.size();
+  const auto rounds = static_cast<double>(params["rounds"]);
+  const auto ctx0 = pinger.context_switches_in_window();
+  const auto ctx1 = peer_stats->get<std::int64_t>(0);
+  char ctx[64];
+  std::snprintf(ctx, sizeof ctx, "%.2f", static_cast<double>(ctx0 + ctx1) / rounds);
+  print_line("rtt rounds=" + std::to_string(n) + " p50_us=" + micros(sorted[n / 2]) +
+             " p99_us=" + micros(sorted[n * 99 / 100]) + " max_us=" + micros(sorted.back()) +
+             " ctxsw_per_rt=" + ctx + " ctxsw_node0=" + std::to_string(ctx0) +
+             " ctxsw_node1=" + std::to_string(ctx1));
+}
+
+void rtt_node1(const Params& params) {
+  auto& task = ditask::task();
+  const auto warmup = params["warmup"];
+  std::int64_t pings = 0;
+  std::int64_t ctx_start = context_switches();
+  auto done = task.waiter("bm.done");
+  auto bye = task.waiter("bm.bye");
+  task.on("bm.ping", [&](std::vector<std::uint8_t> blob) {
+    if (++pings == warmup) {
+      ctx_start = context_switches();
+    }
+    task.emit_to_node(0, "bm.pong", std::move(blob));
+  });
+  answer_probes();
+  if (!done.wait(params.timeout())) {
+    throw std::runtime_error("bench_mesh: no bm.done from node 0");
+  }
+  task.emit_to_node(0, "bm.stats", context_switches() - ctx_start);
+  await_bye(bye, params);
+}
+
+// What one receiver of `stream` counted.
+struct Received {
+  std::int64_t events = 0;
+  std::int64_t bytes = 0;
+  std::int64_t last_ns = 0;
+};
+
+void stream_sender(const Params& params) {
+  auto& task = ditask::task();
+  const auto receivers = peer_count();
+  std::mutex mutex;
+  std::vector<Received> reports;
+  Signal all_reported;
+  task.on("bm.report", [&](std::int64_t events, std::int64_t bytes, std::int64_t last_ns) {
+    const std::lock_guard lock(mutex);
+    reports.push_back({events, bytes, last_ns});
+    if (static_cast<std::int64_t>(reports.size()) == receivers) {
+      all_reported.set();
+    }
+  });
+  await_receivers(params);
+  const auto count = params["count"];
+  const std::vector<std::uint8_t> blob(static_cast<std::size_t>(params["size"]), 0x5a);
+  const auto start = now_ns();
+  for (std::int64_t i = 0; i < count; ++i) {
+    task.emit_remote("bm.data", blob);
+  }
+  const auto emitted = now_ns();
+  // Same connection, so after every data event: each receiver reports once it has seen it.
+  task.emit_remote("bm.end");
+  all_reported.wait(params.timeout(), "the reports of " + std::to_string(receivers) + " receivers");
+  task.emit_remote("bm.bye");
+  const std::lock_guard lock(mutex);
+  Received total;
+  for (const auto& r : reports) {
+    total.events += r.events;
+    total.bytes += r.bytes;
+    total.last_ns = std::max(total.last_ns, r.last_ns);
+  }
+  const double seconds = static_cast<double>(total.last_ns - start) / 1e9;
+  char figures[256];
+  std::snprintf(figures, sizeof figures,
+                "seconds=%.4f emit_seconds=%.4f events_per_s=%.0f gb_per_s=%.4f delivered_pct=%.3f",
+                seconds, static_cast<double>(emitted - start) / 1e9,
+                static_cast<double>(count) / seconds,
+                static_cast<double>(total.bytes) / static_cast<double>(receivers) / seconds / 1e9,
+                100.0 * static_cast<double>(total.events) / static_cast<double>(count * receivers));
+  print_line("stream receivers=" + std::to_string(receivers) + " count=" + std::to_string(count) +
+             " size=" + std::to_string(params["size"]) +
+             " delivered=" + std::to_string(total.events) +
+             " expected=" + std::to_string(count * receivers) + " " + figures);
+}
+
+void stream_receiver(const Params& params) {
+  auto& task = ditask::task();
+  Received received;
+  auto bye = task.waiter("bm.bye");
+  task.on("bm.data", [&](std::vector<std::uint8_t> blob) {
+    ++received.events;
+    received.bytes += static_cast<std::int64_t>(blob.size());
+    received.last_ns = now_ns();
+  });
+  task.on("bm.end", [&] {
+    task.emit_to_node(0, "bm.report", received.events, received.bytes, received.last_ns);
+  });
+  answer_probes();
+  await_bye(bye, params);
+}
+}  // namespace
+
+// `ditask --package bench_mesh --main rtt --parallel-workers 2 -- rounds=20000 warmup=2000`
+DITASK_MAIN(rtt) {
+  const Params params{{"rounds", 20000}, {"warmup", 2000}, {"size", 64}};
+  if (params["rounds"] < 1 || params["warmup"] < 0) {
+    throw std::invalid_argument("bench_mesh: rtt needs rounds >= 1 and warmup >= 0");
+  }
+  auto running = ditask::task().start();
+  if (peer_count() != 1) {
+    throw std::runtime_error("bench_mesh: rtt needs exactly 2 workers");
+  }
+  if (self_id() == 0) {
+    rtt_node0(params);
+  } else {
+    rtt_node1(params);
+  }
+}
+
+// `ditask --package bench_mesh --main stream --parallel-workers N -- count=1000000 size=64`
+DITASK_MAIN(stream) {
+  const Params params{{"count", 1000000}, {"size", 64}};
+  if (params["count"] < 1 || params["size"] < 0) {
+    throw std::invalid_argument("bench_mesh: stream needs count >= 1 and size >= 0");
+  }
+  auto running = ditask::task().start();
+  if (peer_count() < 1) {
+    throw std::runtime_error("bench_mesh: stream needs at least 2 workers");
+  }
+  if (self_id() == 0) {
+    stream_sender(params);
+  } else {
+    stream_receiver(params);
+  }
+}
+
+// `ditask --package bench_mesh --main ready --parallel-workers N`: the wall clock (CLOCK_REALTIME,
+// comparable with the script's EPOCHREALTIME) when start() returned, i.e. the mesh was ready.
+DITASK_MAIN(ready) {
+  auto running = ditask::task().start();
+  const auto unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  print_line("ready node=" + std::to_string(self_id()) + " peers=" + std::to_string(peer_count()) +
+             " unix_us=" + std::to_string(unix_us));
+}
+
+// `ditask --package bench_mesh --main idle_rss --parallel-workers 3`
+DITASK_MAIN(idle_rss) {
+  auto running = ditask::task().start();
+  print_line("idle_rss node=" + std::to_string(self_id()) +
+             " peers=" + std::to_string(peer_count()) + " vmrss_kb=" + std::to_string(vmrss_kb()));
+}

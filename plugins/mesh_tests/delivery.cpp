@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: MIT
+// Mesh test module, part 2: delivery guarantees (order, exactly once, large bursts, star with and
+// without relay, restarts, exact loss counts, backpressure). Checked by
+// tests/integration/mesh_delivery_test.cpp.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "mesh_tests.hpp"
+
+using namespace mesh_tests;
+
+namespace {
+
+// Per-sender sequence check: each sender's values should arrive as 0, 1, 2, ...
+struct OrderState {
+  std::map<std::int64_t, std::int64_t> next;  // sender -> next expected value
+  std::int64_t received = 0;
+  std::int64_t inversions = 0;  // a value below the next expected one (reordered or duplicated)
+  std::int64_t gaps = 0;        // values skipped over (lost, or reordered later)
+
+  void add(std::int64_t from, std::int64_t value) {
+    ++received;
+    auto& expected = next[from];
+    if (value < expected) {
+      ++inversions;
+      return;
+    }
+    gaps += value - expected;
+    expected = value + 1;
+  }
+  std::string text() const {
+    std::string out = "received=" + std::to_string(received) +
+                      " inversions=" + std::to_string(inversions) + " gaps=" + std::to_string(gaps);
+    for (const auto& [from, n] : next) {
+      out += " next_" + std::to_string(from) + "=" + std::to_string(n);
+    }
+    return out;
+  }
+};
+
+// A sender's two signals from the receiver (node 0): "go" once its handlers are registered (so
+// a large burst never depends on the bounded hold of early events), "done" once it has all.
+struct Phases {
+  bool go = false;
+  bool done = false;
+};
+
+void on_phases(ditask::Task& task, Shared<Phases>& phases) {
+  task.on("go", [&phases]() { phases.update([](auto& p) { p.go = true; }); });
+  task.on("done", [&phases]() { phases.update([](auto& p) { p.done = true; }); });
+}
+
+void wait_go(const Shared<Phases>& phases) {
+  phases.wait([](const auto& p) { return p.go; }, "node 0's go");
+}
+
+void wait_done(const Shared<Phases>& phases) {
+  phases.wait([](const auto& p) { return p.done; }, "node 0's done");
+}
+
+}  // namespace
+
+// Ordering: node 0 receives; once it says "go", every other node sends count=N events
+// "seq"(sender, i) to node 0.
+// `... --main order --parallel-workers 4 -- count=100000`
+DITASK_MAIN(order) {
+  auto& task = ditask::task();
+  const Params params;
+  const auto count = params.num("count", 100000);
+  Shared<OrderState> state;
+  Shared<Phases> phases;
+  auto running = task.start();
+  const auto self = node_id();
+  if (self != 0) {
+    on_phases(task, phases);
+    wait_go(phases);
+    for (std::int64_t i = 0; i < count; ++i) {
+      task.emit_to_node(0, "seq", self, i);
+    }
+    wait_done(phases);
+    result("sent=" + std::to_string(count));
+    return;
+  }
+  const auto senders = peer_ids();
+  task.on("seq", [&state](std::int64_t from, std::int64_t value) {
+    state.update([&](auto& s) { s.add(from, value); });
+  });
+  task.emit_remote("go");
+  const auto total = count * static_cast<std::int64_t>(senders.size());
+  const bool complete =
+      state.wait_until([total](const auto& s) { return s.received >= total; }, 90s);
+  const auto stats = task.router().stats();
+  result(state.get().text() + " frames=" + std::to_string(stats.received) +
+         " unhandled=" + std::to_string(stats.unhandled));
+  if (!complete) {
+    throw std::runtime_error("not every event arrived: " + state.get().text());
+  }
+  for (auto sender : senders) {
+    task.emit_to_node(sender, "done");
+  }
+}
+
+namespace {
+
+struct MultiState {
+  std::vector<std::vector<std::int64_t>> seen = std::vector<std::vector<std::int64_t>>(3);
+  std::vector<std::int64_t> once;
+};
+
+std::string multi_text(const MultiState& s) {
+  std::string out;
+  for (std::size_t h = 0; h < s.seen.size(); ++h) {
+    const std::set<std::int64_t> distinct(s.seen[h].begin(), s.seen[h].end());
+    out += "h" + std::to_string(h) + "=" + std::to_string(s.seen[h].size()) + "/" +
+           std::to_string(distinct.size()) + " ";
+  }
+  return out + "once=" + joined(s.once);
+}
+
+}  // namespace
+
+// Exactly once (2 workers): on node 0's "go", node 1 emits count=N "multi"(i) remote-only; node 0
+// has three `on` handlers and one `once` handler for it. Each `on` handler must see every i once.
+DITASK_MAIN(exactly_once) {
+  auto& task = ditask::task();
+  const auto count = Params().num("count", 1000);
+  Shared<MultiState> state;
+  Shared<Phases> phases;
+  auto running = task.start();
+  if (node_id() == 1) {
+    on_phases(task, phases);
+    wait_go(phases);
+    for (std::int64_t i = 0; i < count; ++i) {
+      task.emit_remote("multi", i);
+    }
+    wait_done(phases);
+    result("sent=" + std::to_string(task.router().stats().sent));
+    return;
+  }
+  for (std::size_t h = 0; h < 3; ++h) {
+    task.on("multi", [&state, h](std::int64_t i) {
+      state.update([&](auto& s) { s.seen[h].push_back(i); });
+    });
+  }
+  task.once("multi",
+            [&state](std::int64_t i) { state.update([&](auto& s) { s.once.push_back(i); }); });
+  task.emit_to_node(1, "go");
+  state.wait(
+      [count](const auto& s) {
+        for (const auto& v : s.seen) {
+          if (static_cast<std::int64_t>(v.size()) < count) {
+            return false;
+          }
+        }
+        return true;
+      },
+      "every event in all three handlers");
+  task.sync();  // a duplicate queued behind the last event would be counted too
+  const auto stats = task.router().stats();
+  result(multi_text(state.get()) + " frames=" + std::to_string(stats.received));
+  task.emit_to_node(1, "done");
+}
+
+// A burst (2 workers): on node 0's "go", node 1 emits count=300 events of size=1 MiB bytes to
+// node 0 as fast as emit returns; node 0 checks each one's size, content and order.
+DITASK_MAIN(burst) {
+  auto& task = ditask::task();
+  const Params params;
+  const auto count = params.num("count", 300);
+  const auto size = static_cast<std::size_t>(params.num("size", 1 << 20));
+  struct State {
+    std::int64_t received = 0;
+    std::int64_t corrupt = 0;
+    std::int64_t inversions = 0;
+    std::uint64_t bytes = 0;
+  };
+  Shared<State> state;
+  Shared<Phases> phases;
+  auto running = task.start();
+  if (node_id() == 1) {
+    on_phases(task, phases);
+    wait_go(phases);
+    for (std::int64_t i = 0; i < count; ++i) {
+      task.emit_to_node(0, "blob", i, pattern_bytes(i, size));
+    }
+    wait_done(phases);
+    result("sent=" + std::to_string(count));
+    return;
+  }
+  task.on("blob", [&state, size](std::int64_t i, std::vector<std::uint8_t> blob) {
+    const bool ok = is_pattern(blob, i, size);
+    state.update([&](auto& s) {
+      s.inversions += i == s.received ? 0 : 1;
+      ++s.received;
+      s.corrupt += ok ? 0 : 1;
+      s.bytes += blob.size();
+    });
+  });
+  task.emit_to_node(1, "go");
+  state.wait([count](const auto& s) { return s.received >= count; }, "every blob");
+  const auto s = state.get();
+  result("received=" + std::to_string(s.received) + " bytes=" + std::to_string(s.bytes) +
+         " corrupt=" + std::to_string(s.corrupt) + " inversions=" + std::to_string(s.inversions));
+  task.emit_to_node(1, "done");
+}
+
+// Star (3 workers, --topology star [--relay]): everyone emits "hello_from"(self) remote-only.
+// The hub (node 0) waits for both spokes, then emits "hub_done"; a spoke reports whom it had
+// heard by hub_done and, with relay=1, also waits for the other spoke's relayed hello.
+// sync=1: spokes emit only after the hub's "all_joined" (sent once both spokes joined it), so
+// every relay happens between joined peers. late_ms=N: node 2 starts its task N ms late, so
+// node 1's hello reaches the hub before node 2 has joined it (a gap, not a synchronisation).
+DITASK_MAIN(star) {
+  auto& task = ditask::task();
+  const Params params;
+  const bool relay = params.num("relay", 0) != 0;
+  const bool sync = params.num("sync", 0) != 0;
+  const auto late = std::chrono::milliseconds(params.num("late_ms", 0));
+  struct State {
+    std::set<std::int64_t> heard;
+    std::string at_hub_done;
+    std::int64_t spokes_done = 0;
+    bool all_joined = false;
+  };
+  Shared<State> state;
+  if (node_id() == 2) {
+    std::this_thread::sleep_for(late);
+  }
+  auto running = task.start();
+  const auto self = node_id();
+  task.on("hello_from",
+          [&state](std::int64_t from) { state.update([&](auto& s) { s.heard.insert(from); }); });
+  task.on("hub_done", [&state]() {
+    state.update([](auto& s) { s.at_hub_done = "heard_at_hub_done=" + joined(s.heard); });
+  });
+  task.on("spoke_done", [&state]() { state.update([](auto& s) { ++s.spokes_done; }); });
+  task.on("all_joined", [&state]() { state.update([](auto& s) { s.all_joined = true; }); });
+  if (self == 0) {
+    task.emit_remote("all_joined");  // start() returned: both spokes have joined the hub
+  } else if (sync) {
+    state.wait([](const auto& s) { return s.all_joined; }, "the hub's all_joined");
+  }
+  task.emit_remote("hello_from", self);
+  if (self == 0) {
+    state.wait([](const auto& s) { return s.heard.count(1) + s.heard.count(2) == 2; },
+               "both spokes' hellos");
+    task.emit_remote("hub_done");
+    state.wait([](const auto& s) { return s.spokes_done >= 2; }, "both spokes' done");
+  } else {
+    const std::int64_t other = self == 1 ? 2 : 1;
+    state.wait(
+        [&](const auto& s) {
+          return !s.at_hub_done.empty() && (!relay || s.heard.count(other) == 1);
+        },
+        relay ? "hub_done and the other spoke's relayed hello" : "hub_done");
+    task.emit_to_node(0, "spoke_done");
+  }
+  const auto s = state.get();
+  result("heard=" + joined(s.heard) + (s.at_hub_done.empty() ? "" : " " + s.at_hub_done) +
+         " peers=" + peers_text());
+}
+
+// SIGKILL under --auto-recover (3 workers): node 1 prints "READY attempt=0 pid=<pid>" and waits
+// to be killed; nodes 0 and 2 print "ARMED", wait for node 1 to leave and rejoin (attempt 1),
+// then send it "welcome"; attempt 1 waits for both welcomes and thanks both.
+DITASK_MAIN(recover_kill) {
+  auto& task = ditask::task();
+  struct State {
+    std::vector<std::string> membership;
+    bool rejoined = false;
+    bool thanked = false;
+    std::set<std::int64_t> welcomes;
+  };
+  Shared<State> state;
+  auto running = task.start();
+  const auto self = node_id();
+  if (self == 1) {
+    task.on("welcome", [&state](std::int64_t from) {
+      state.update([&](auto& s) { s.welcomes.insert(from); });
+    });
+    say("READY", "attempt=" + std::to_string(attempt()) + " pid=" + std::to_string(::getpid()));
+    if (attempt() == 0) {
+      task.wait_for("mesh_tests.never", 120s);
+      throw std::runtime_error("node 1 attempt 0 was not killed");
+    }
+    state.wait([](const auto& s) { return s.welcomes.size() >= 2; }, "welcomes from nodes 0 and 2");
+    task.emit_to_node(0, "thanks");
+    task.emit_to_node(2, "thanks");
+    result("attempt=1 welcomes=" + joined(state.get().welcomes));
+    return;
+  }
+  task.on(ditask::events::peer_left, [&state](const ditask::Kwargs& kw) {
+    if (kw.get<std::int64_t>("node_id") == 1) {
+      state.update([&](auto& s) { s.membership.push_back(membership_text(kw, true)); });
+    }
+  });
+  task.on(ditask::events::peer_joined, [&state](const ditask::Kwargs& kw) {
+    // Its first join may be dispatched after this handler was registered: log rejoins only.
+    if (kw.get<std::int64_t>("node_id") == 1 && kw.get<std::int64_t>("attempt") >= 1) {
+      state.update([&](auto& s) {
+        s.membership.push_back(membership_text(kw, false));
+        s.rejoined = s.rejoined || kw.get<std::int64_t>("attempt") >= 1;
+      });
+    }
+  });
+  task.on("thanks", [&state]() { state.update([](auto& s) { s.thanked = true; }); });
+  say("ARMED", "node=" + std::to_string(self));
+  state.wait([](const auto& s) { return s.rejoined; }, "node 1 to rejoin");
+  task.emit_to_node(1, "welcome", self);
+  state.wait([](const auto& s) { return s.thanked; }, "node 1's thanks");
+  result("membership=" + joined(state.get().membership));
+}
+
+namespace {
+
+struct SenderState {
+  std::int64_t phase1_received = -1;
+  std::int64_t usr1 = 0;
+  std::string left;
+  bool rejoined = false;
+  bool end_ack = false;
+};
+
+void watch_receiver(ditask::Task& task, Shared<SenderState>& state) {
+  task.on(ditask::events::peer_left, [&state](const ditask::Kwargs& kw) {
+    if (kw.get<std::int64_t>("node_id") == 1) {
+      state.update([&](auto& s) {
+        if (s.left.empty()) {
+          s.left = membership_text(kw, true);
+        }
+      });
+    }
+  });
+  task.on(ditask::events::peer_joined, [&state](const ditask::Kwargs& kw) {
+    if (kw.get<std::int64_t>("node_id") == 1 && kw.get<std::int64_t>("attempt") >= 1) {
+      state.update([](auto& s) { s.rejoined = true; });
+    }
+  });
+  task.on("SIGUSR1", [&state]() { state.update([](auto& s) { ++s.usr1; }); });
+  task.on("phase1_received",
+          [&state](std::int64_t n) { state.update([&](auto& s) { s.phase1_received = n; }); });
+  task.on("end_ack", [&state]() { state.update([](auto& s) { s.end_ack = true; }); });
+}
+
+std::string stats_text() {
+  const auto s = ditask::task().router().stats();
+  return "sent=" + std::to_string(s.sent) + " acked=" + std::to_string(s.acked) +
+         " lost=" + std::to_string(s.lost) + " dropped=" + std::to_string(s.dropped);
+}
+
+struct ReceiverState {
+  std::int64_t received = 0;
+  bool end = false;
+};
+
+// Node 1 of lost_count and backpressure: counts "data" events, reports the first `phase1` of
+// them to node 0 (-1: never), and ends on "end" (attempt 0) or "done" (a restarted attempt).
+void data_receiver(ditask::Task& task, Shared<ReceiverState>& state, std::int64_t phase1) {
+  task.on("data", [&state, &task, phase1](std::int64_t, const ditask::Kwargs&) {
+    std::int64_t n = 0;
+    state.update([&](auto& s) { n = ++s.received; });
+    if (n == phase1) {
+      task.emit_to_node(0, "phase1_received", n);
+    }
+  });
+  task.on("end", [&state]() { state.update([](auto& s) { s.end = true; }); });
+  task.on("done", [&state]() { state.update([](auto& s) { s.end = true; }); });
+  say("READY", "attempt=" + std::to_string(attempt()) + " pid=" + std::to_string(::getpid()));
+  state.wait([](const auto& s) { return s.end; }, "node 0's end", 120s);
+  result("attempt=" + std::to_string(attempt()) +
+         " received=" + std::to_string(state.get().received));
+  task.emit_to_node(0, "end_ack");
+}
+
+}  // namespace
+
+// Exact loss count (2 workers, --auto-recover --max-retries 1). Node 0 sends phase1=N "data"
+// events, waits until node 1 handled them all and every one is acknowledged, prints
+// "PHASE1_DONE pid=<pid>" and waits for SIGUSR1. The test SIGSTOPs node 1, then sends SIGUSR1:
+// node 0 sends phase2=M more and prints "PHASE2_SENT"; the test SIGKILLs node 1. Node 0's
+// peer_left must report lost=M; node 1 restarts, node 0 sends it "done".
+DITASK_MAIN(lost_count) {
+  auto& task = ditask::task();
+  const Params params;
+  const auto phase1 = params.num("phase1", 100);
+  const auto phase2 = params.num("phase2", 20);
+  Shared<SenderState> state;
+  Shared<ReceiverState> receiver;
+  auto running = task.start();
+  if (node_id() == 1) {
+    data_receiver(task, receiver, attempt() == 0 ? phase1 : -1);
+    return;
+  }
+  watch_receiver(task, state);
+  for (std::int64_t i = 0; i < phase1; ++i) {
+    task.emit_to_node(1, "data", i);
+  }
+  state.wait([](const auto& s) { return s.phase1_received >= 0; }, "node 1's phase 1 report");
+  drain();
+  say("PHASE1_DONE", "pid=" + std::to_string(::getpid()) + " " + stats_text());
+  state.wait([](const auto& s) { return s.usr1 >= 1; }, "SIGUSR1 (node 1 stopped)");
+  for (std::int64_t i = 0; i < phase2; ++i) {
+    task.emit_to_node(1, "data", phase1 + i);
+  }
+  say("PHASE2_SENT", std::to_string(phase2));
+  state.wait([](const auto& s) { return !s.left.empty(); }, "node 1 to leave");
+  const std::string at_leave = stats_text();
+  state.wait([](const auto& s) { return s.rejoined; }, "node 1 to rejoin");
+  task.emit_to_node(1, "done");
+  state.wait([](const auto& s) { return s.end_ack; }, "node 1's end_ack");
+  result("phase1_received=" + std::to_string(state.get().phase1_received) + " " + state.get().left +
+         " " + at_leave);
+}
+
+// Backpressure (2 workers, --send-queue-bytes Q and --send-policy drop, or --send-timeout T).
+// Node 0 prints "ARMED pid=<pid>" and waits for SIGUSR1; the test SIGSTOPs node 1 first. Node 0
+// then emits count=N events of size=S bytes to node 1, stopping at the first error, and prints
+// "BURST_DONE emitted=<k> <stats>" (and "EMIT_ERROR <what>"); the test SIGCONTs node 1. Node 0
+// waits until everything queued is acknowledged, sends "end", and node 1 reports what it got.
+DITASK_MAIN(backpressure) {
+  auto& task = ditask::task();
+  const Params params;
+  const auto count = params.num("count", 1000);
+  const auto size = static_cast<std::size_t>(params.num("size", 64 << 10));
+  Shared<SenderState> state;
+  Shared<ReceiverState> receiver;
+  auto running = task.start();
+  if (node_id() == 1) {
+    data_receiver(task, receiver, -1);
+    return;
+  }
+  watch_receiver(task, state);
+  say("ARMED", "pid=" + std::to_string(::getpid()));
+  state.wait([](const auto& s) { return s.usr1 >= 1; }, "SIGUSR1 (node 1 stopped)");
+  const auto blob = pattern_bytes(0, size);
+  std::int64_t emitted = 0;
+  for (; emitted < count; ++emitted) {
+    try {
+      task.emit_to_node(1, "data", emitted, ditask::kw("blob", blob));
+    } catch (const std::exception& e) {
+      say("EMIT_ERROR", e.what());
+      break;
+    }
+  }
+  say("BURST_DONE", "emitted=" + std::to_string(emitted) + " " + stats_text());
+  drain();
+  task.emit_to_node(1, "end");
+  state.wait([](const auto& s) { return s.end_ack; }, "node 1's end_ack");
+  result("emitted=" + std::to_string(emitted) + " " + stats_text());
+}
