@@ -131,11 +131,12 @@ inline std::string frame_header(WireType type, std::uint32_t payload_bytes,
   h.replace(0, 4, "DTSK");
   h[4] = 1;
   h[5] = static_cast<char>(type);
-  for (int i = 0; i < 2; ++i) {
-    h[static_cast<std::size_t>(24 + i)] = static_cast<char>((topic_bytes >> (8 * i)) & 0xffU);
+  const std::uint32_t topic = topic_bytes;
+  for (unsigned i = 0; i < 2; ++i) {
+    h[24 + i] = static_cast<char>((topic >> (8 * i)) & 0xffU);
   }
-  for (int i = 0; i < 4; ++i) {
-    h[static_cast<std::size_t>(28 + i)] = static_cast<char>((payload_bytes >> (8 * i)) & 0xffU);
+  for (unsigned i = 0; i < 4; ++i) {
+    h[28 + i] = static_cast<char>((payload_bytes >> (8 * i)) & 0xffU);
   }
   return h;
 }

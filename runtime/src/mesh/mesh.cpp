@@ -237,29 +237,19 @@ void Mesh::dial(std::size_t i) {
     address = dests_[i].address;
   }
   const Address a = parse_address(address);
-  auto connect = std::make_shared<std::function<void(std::vector<generic::endpoint>, std::size_t)>>();
-  *connect = [this, i, address, connect](std::vector<generic::endpoint> endpoints, std::size_t k) {
-    auto socket = std::make_shared<generic::socket>(io_);
-    socket->async_connect(endpoints[k], [this, i, address, connect, socket, endpoints,
-                                         k](const boost::system::error_code& ec) {
-      if (ec) {
-        if (k + 1 < endpoints.size()) {
-          (*connect)(endpoints, k + 1);
-        } else {
-          dial_failed(i, ec.message());
-        }
-        return;
-      }
-      start_link(std::move(*socket), address, true, address);
-    });
-  };
   if (a.kind == Address::Kind::ipc) {
-    (*connect)({generic::endpoint(asio::local::stream_protocol::endpoint(a.path))}, 0);
+    connect_to(i, address, {generic::endpoint(asio::local::stream_protocol::endpoint(a.path))}, 0);
+    return;
+  }
+  boost::system::error_code not_literal;
+  const auto ip = asio::ip::make_address(a.host, not_literal);
+  if (!not_literal) {  // an IP literal needs no resolver (and no resolver thread)
+    connect_to(i, address, {generic::endpoint(asio::ip::tcp::endpoint(ip, a.port))}, 0);
     return;
   }
   auto resolver = std::make_shared<asio::ip::tcp::resolver>(io_);
   resolver->async_resolve(a.host, std::to_string(a.port),
-                          [this, i, resolver, connect](const boost::system::error_code& ec,
+                          [this, i, address, resolver](const boost::system::error_code& ec,
                                                        const asio::ip::tcp::resolver::results_type& results) {
                             if (ec || results.empty()) {
                               dial_failed(i, "cannot resolve the host: " + ec.message());
@@ -269,8 +259,26 @@ void Mesh::dial(std::size_t i) {
                             for (const auto& r : results) {
                               endpoints.emplace_back(r.endpoint());
                             }
-                            (*connect)(std::move(endpoints), 0);
+                            connect_to(i, address, std::move(endpoints), 0);
                           });
+}
+
+void Mesh::connect_to(std::size_t i, const std::string& address, std::vector<generic::endpoint> endpoints,
+                      std::size_t k) {
+  auto socket = std::make_shared<generic::socket>(io_);
+  const auto endpoint = endpoints[k];
+  socket->async_connect(endpoint, [this, i, address, socket, endpoints = std::move(endpoints),
+                                   k](const boost::system::error_code& ec) mutable {
+    if (ec) {
+      if (k + 1 < endpoints.size()) {
+        connect_to(i, address, std::move(endpoints), k + 1);
+      } else {
+        dial_failed(i, ec.message());
+      }
+      return;
+    }
+    start_link(std::move(*socket), address, true, address);
+  });
 }
 
 void Mesh::dial_failed(std::size_t i, const std::string& why) {
@@ -564,6 +572,9 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     relay(link, body, frame.sender);
   }
   e.event = frame.topic.substr(5);
+  if (e.event == events::finish && (frame.flags & kFlagRelayed) == 0) {
+    link->finish_in_batch = true;  // a finish a hub relays is another node's, not the hub's
+  }
   e.receipt = link;
   e.seq = frame.seq;
   e.bytes = bytes;
@@ -617,8 +628,7 @@ void Mesh::on_read_batch_end(const std::shared_ptr<Link>& link) {
   if (events.empty()) {
     return;
   }
-  const bool finished = std::any_of(events.begin(), events.end(),
-                                    [](const RemoteEvent& e) { return e.event == events::finish; });
+  const bool finished = std::exchange(link->finish_in_batch, false);
   hand_over(std::move(events));
   if (finished) {  // only now: everything it sent before its finish is with the task
     {

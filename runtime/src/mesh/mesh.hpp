@@ -111,6 +111,8 @@ class DITASK_API Mesh final : public Link::Owner {
   void open_listener();
   void accept_next();
   void dial(std::size_t dest_index);
+  void connect_to(std::size_t dest_index, const std::string& address,
+                  std::vector<boost::asio::generic::stream_protocol::endpoint> endpoints, std::size_t k);
   void dial_failed(std::size_t dest_index, const std::string& why);
   void start_link(Socket socket, std::string peer, bool dialled, std::string dial_address);
   void on_hello(const std::shared_ptr<Link>& link, const Frame& frame);
