@@ -20,4 +20,7 @@ step "release: build ditask, greeting, pipeline_demo (-j$JOBS)" \
   cmake --build build/release -j "$JOBS" --target ditask greeting pipeline_demo
 step_show "run ditask --package greeting --main main --parallel-workers 4" \
   build/release/bin/ditask --package greeting --main main --parallel-workers 4
+# The mesh: node 0 listens for "greeting", nodes 1 and 2 emit "Hi" (DESIGN.md's example).
+step_show "run ditask --package greeting --main main_entry --parallel-workers 3" \
+  build/release/bin/ditask --package greeting --main main_entry --parallel-workers 3
 step_show "run build/release/bin/pipeline_demo" build/release/bin/pipeline_demo "$@"
