@@ -26,7 +26,7 @@ Link::Link(Socket socket, std::string peer, bool dialled, Owner& owner, std::siz
       hello_timer_(socket_.get_executor()),
       linger_timer_(socket_.get_executor()),
       decoder_(max_frame_bytes),
-      read_buffer_(kReadChunk),
+      read_buffer_(new std::uint8_t[kReadChunk]),  // not zeroed: untouched pages cost nothing
       queue_bytes_(queue_bytes),
       inbound_limit_(queue_bytes),
       peer_name_(std::move(peer)) {
@@ -78,7 +78,7 @@ void Link::read_more() {
     read_paused_ = false;
   }
   reading_ = true;
-  socket_.async_read_some(asio::buffer(read_buffer_),
+  socket_.async_read_some(asio::buffer(read_buffer_.get(), kReadChunk),
                           [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
                             self->on_read(ec, n);
                           });
@@ -101,7 +101,7 @@ void Link::on_read(const boost::system::error_code& ec, std::size_t n) {
     }
     return;
   }
-  auto result = decoder_.feed(std::span<const std::uint8_t>(read_buffer_.data(), n));
+  auto result = decoder_.feed(std::span<const std::uint8_t>(read_buffer_.get(), n));
   auto self = shared_from_this();
   for (auto& frame : result.frames) {
     if (frame.type == FrameType::ack) {

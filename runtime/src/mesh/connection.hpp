@@ -146,7 +146,7 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   boost::asio::steady_timer hello_timer_;
   boost::asio::steady_timer linger_timer_;
   FrameDecoder decoder_;
-  std::vector<std::uint8_t> read_buffer_;
+  std::unique_ptr<std::uint8_t[]> read_buffer_;
   const std::size_t queue_bytes_;
   const std::size_t inbound_limit_;
 

@@ -312,7 +312,9 @@ void Mesh::start_link(Socket socket, std::string peer, bool dialled, std::string
   auto link = std::make_shared<Link>(std::move(socket), std::move(peer), dialled, *this, settings_.max_frame_bytes,
                                      settings_.send_queue_bytes, settings_.hello_timeout);
   link->dial_address = std::move(dial_address);
-  link->own_nonce = make_nonce();
+  if (!settings_.token.empty()) {  // the nonce is only the token's challenge
+    link->own_nonce = make_nonce();
+  }
   {
     std::lock_guard lock(mutex_);
     if (stopping_) {
