@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "auth.hpp"
 
+#include <dlfcn.h>
+
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,48 @@ namespace {
 
 constexpr std::string_view kAuthTag = "ditask-auth-v1";
 
+/// libcrypto, loaded on first use: only a mesh with a token needs it, and linking it into every
+/// worker cost ~0.6 ms of dynamic loading per process (the launch benchmark).
+struct Crypto {
+  decltype(&::RAND_bytes) rand_bytes = nullptr;
+  decltype(&::EVP_Q_mac) q_mac = nullptr;
+  decltype(&::CRYPTO_memcmp) memcmp = nullptr;
+  decltype(&::ERR_get_error) get_error = nullptr;
+  decltype(&::ERR_clear_error) clear_error = nullptr;
+  decltype(&::ERR_error_string_n) error_string_n = nullptr;
+};
+
+template <class F>
+void bind(void* library, const char* name, F& fn) {
+  void* symbol = ::dlsym(library, name);
+  if (symbol == nullptr) {
+    throw Error(std::string("libcrypto.so.3 has no ") + name, "install OpenSSL 3 (Debian: libssl3)");
+  }
+  static_assert(sizeof fn == sizeof symbol);
+  std::memcpy(&fn, &symbol, sizeof fn);  // object pointer -> function pointer, as POSIX allows
+}
+
+/// Errors: ditask::Error when libcrypto cannot be loaded (a later call tries again).
+const Crypto& crypto() {
+  static const Crypto loaded = [] {
+    void* library = ::dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) {
+      const char* why = ::dlerror();
+      throw Error(std::string("cannot load libcrypto.so.3 for the mesh token: ") + (why ? why : "unknown"),
+                  "install OpenSSL 3 (Debian: libssl3)");
+    }
+    Crypto c;
+    bind(library, "RAND_bytes", c.rand_bytes);
+    bind(library, "EVP_Q_mac", c.q_mac);
+    bind(library, "CRYPTO_memcmp", c.memcmp);
+    bind(library, "ERR_get_error", c.get_error);
+    bind(library, "ERR_clear_error", c.clear_error);
+    bind(library, "ERR_error_string_n", c.error_string_n);
+    return c;
+  }();
+  return loaded;
+}
+
 std::string to_hex(std::span<const std::uint8_t> bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
@@ -29,13 +74,13 @@ std::string to_hex(std::span<const std::uint8_t> bytes) {
 
 /// libcrypto's last error as text, or `fallback`; clears the thread's error queue.
 std::string crypto_error(const char* fallback) {
-  const unsigned long code = ERR_get_error();
-  ERR_clear_error();
+  const unsigned long code = crypto().get_error();
+  crypto().clear_error();
   if (code == 0) {
     return fallback;
   }
   std::array<char, 256> text{};
-  ERR_error_string_n(code, text.data(), text.size());
+  crypto().error_string_n(code, text.data(), text.size());
   return text.data();
 }
 
@@ -56,7 +101,7 @@ std::vector<std::uint8_t> auth_message(std::string_view challenge, std::string_v
 
 std::string make_nonce() {
   std::array<std::uint8_t, kNonceHexChars / 2> bytes{};
-  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+  if (crypto().rand_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
     throw Error("cannot make an auth nonce: RAND_bytes failed: " +
                 crypto_error("no entropy available"));
   }
@@ -68,8 +113,8 @@ std::array<std::uint8_t, 32> hmac_sha256(std::string_view key, std::span<const s
   std::size_t mac_len = 0;
   // OpenSSL 3 deprecates HMAC(); EVP_Q_mac is its one-shot replacement.
   const unsigned char* done =
-      EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key.data(), key.size(), data.data(),
-                data.size(), mac.data(), mac.size(), &mac_len);
+      crypto().q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key.data(), key.size(), data.data(),
+                     data.size(), mac.data(), mac.size(), &mac_len);
   if (done == nullptr || mac_len != mac.size()) {
     throw Error("HMAC-SHA256 failed: " + crypto_error("unexpected MAC length"));
   }
@@ -92,7 +137,7 @@ bool verify_proof(std::string_view token, std::string_view challenge, std::strin
   const std::string expected =
       to_hex(hmac_sha256(token, auth_message(challenge, peer_nonce, peer_node_id)));
   // Any non-hex or uppercase character simply differs from the lowercase expected text.
-  return CRYPTO_memcmp(expected.data(), proof.data(), kProofHexChars) == 0;
+  return crypto().memcmp(expected.data(), proof.data(), kProofHexChars) == 0;
 }
 
 }  // namespace ditask::detail::mesh
