@@ -337,3 +337,27 @@ TEST_CASE("mesh: startup times out naming a peer that never answers", "[mesh]") 
                            Catch::Contains("Connection refused"));
   CHECK_THAT(e.hint(), Catch::Contains("--startup-timeout"));
 }
+
+TEST_CASE("mesh: different run ids refuse a peer only when both sides set theirs explicitly", "[mesh]") {
+  SECTION("both explicit and different: refused, and the wait names the run ids") {
+    Pair p({tcp_listener(), tcp_listener()}, true, [](mesh::MeshSettings& a, mesh::MeshSettings& b) {
+      a.run_id = "job-a";
+      b.run_id = "job-b";
+      a.run_id_explicit = b.run_id_explicit = true;
+      a.startup_timeout = b.startup_timeout = 1s;
+    });
+    auto e = error_of([&] { p.b->wait_ready(); });
+    CHECK_THAT(e.what(), Catch::Contains("run id") && Catch::Contains("job-a") && Catch::Contains("job-b"));
+    CHECK(p.a->peers().empty());
+  }
+  SECTION("one side's run id is a fresh one: admitted (launchers joined by --attach-to)") {
+    Pair p({tcp_listener(), tcp_listener()}, true, [](mesh::MeshSettings& a, mesh::MeshSettings& b) {
+      a.run_id = "job-a";
+      a.run_id_explicit = true;
+      b.run_id = "20261129T000000-abcdef";
+    });
+    p.b->wait_ready();
+    p.a->wait_ready();
+    CHECK(p.a->peers().size() == 1);
+  }
+}
