@@ -283,12 +283,13 @@ bool EventBus::claim(Entry& entry) {
 }
 
 void EventBus::dispatch(const Job& job) {
-  std::vector<std::shared_ptr<Entry>> entries;
+  auto& entries = dispatch_entries_;  // dispatcher thread only: reused, so no allocation per event
+  entries.clear();
   {
     std::lock_guard lock(mutex_);
     auto it = handlers_.find(job.event);
     if (it != handlers_.end()) {
-      entries = it->second;
+      entries.assign(it->second.begin(), it->second.end());
     }
   }
   bool handled = false;
@@ -306,6 +307,7 @@ void EventBus::dispatch(const Job& job) {
   if (!handled) {
     DITASK_LOG(trace, "events") << "no handler for event '" << job.event << "'";
   }
+  entries.clear();
   if (job.receipt) {
     job.receipt->done(job.seq, job.bytes, handled);
   }

@@ -120,6 +120,7 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   std::size_t parked_count_ = 0;     // guarded by mutex_
   std::size_t parked_bytes_ = 0;     // guarded by mutex_
   bool warned_park_full_ = false;    // guarded by mutex_
+  std::vector<std::shared_ptr<Entry>> dispatch_entries_;  // dispatcher thread only
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};
 };

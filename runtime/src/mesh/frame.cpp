@@ -268,7 +268,14 @@ DecodeResult FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
 std::vector<std::uint8_t> encode_event_args(const EventArgs& args) {
   // Written as two halves of a 2-entry map, so large binary arguments are not copied into a
   // temporary {"a": ..., "k": ...} object first. to_msgpack appends to the vector.
-  std::vector<std::uint8_t> out{0x82, 0xa1, 'a'};
+  // One allocation for the usual event: strings and binaries dominate its size.
+  std::size_t estimate = 32;
+  for (const auto& a : args.args) {
+    estimate += a.is_binary() ? a.get_binary().size() + 6 : a.is_string() ? a.get_ref<const std::string&>().size() + 5 : 16;
+  }
+  std::vector<std::uint8_t> out;
+  out.reserve(estimate + (args.kwargs.empty() ? 0 : 64 * args.kwargs.size()));
+  out.insert(out.end(), {0x82, 0xa1, 'a'});
   json::to_msgpack(args.args, out);
   out.insert(out.end(), {0xa1, 'k'});
   json::to_msgpack(args.kwargs, out);
