@@ -91,7 +91,9 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   void close(std::string reason);
   /// Sends bye{reason}, stops writing, waits (at most `linger`) for the peer to close, then closes
   /// with `close_reason`. Any thread.
-  void leave(std::string reason, std::string close_reason, std::chrono::milliseconds linger);
+  /// `permanent` marks a refusal that retrying cannot change.
+  void leave(std::string reason, std::string close_reason, std::chrono::milliseconds linger,
+             bool permanent = false);
 
   /// The receiver side of an event: its handlers ran (or it was dropped). Any thread.
   void delivered(std::uint64_t seq, std::size_t bytes) noexcept;

@@ -35,79 +35,6 @@ std::string hex(std::uint64_t value) {
   return "0x" + std::string(digits.begin(), end);
 }
 
-/// Walks the MessagePack value in `data` without recursion and reports whether its arrays and maps
-/// nest deeper than `max_depth`. nlohmann's reader recurses once per level, so a payload of a
-/// million 0x91 bytes would overflow the stack. Truncated or invalid input is left to nlohmann.
-bool nests_deeper_than(std::span<const std::uint8_t> data, std::size_t max_depth) {
-  std::vector<std::uint64_t> remaining;  // children left in each open container
-  std::size_t pos = 0;
-  while (pos < data.size()) {
-    const std::uint8_t b = data[pos++];
-    std::uint64_t children = 0;  // elements of a container starting here
-    std::uint64_t skip = 0;      // bytes of scalar data following
-    std::size_t len_bytes = 0;   // size of a big-endian length/count that follows
-    bool container = false;
-    if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) {
-      // fixint, nil, bool: nothing follows
-    } else if (b <= 0x8f) {
-      container = true;
-      children = 2ULL * (b & 0x0fU);
-    } else if (b <= 0x9f) {
-      container = true;
-      children = b & 0x0fU;
-    } else if (b <= 0xbf) {
-      skip = b & 0x1fU;
-    } else if (b >= 0xc4 && b <= 0xc6) {  // bin 8/16/32
-      len_bytes = std::size_t{1} << (b - 0xc4);
-    } else if (b >= 0xc7 && b <= 0xc9) {  // ext 8/16/32: length, then a type byte
-      len_bytes = std::size_t{1} << (b - 0xc7);
-      skip = 1;
-    } else if (b >= 0xca && b <= 0xd3) {  // float 32/64, then uint and int 8..64
-      skip = std::uint64_t{1} << ((b + 8 - 0xcc) % 4);
-    } else if (b >= 0xd4 && b <= 0xd8) {  // fixext 1..16
-      skip = 1 + (std::uint64_t{1} << (b - 0xd4));
-    } else if (b >= 0xd9 && b <= 0xdb) {  // str 8/16/32
-      len_bytes = std::size_t{1} << (b - 0xd9);
-    } else if (b >= 0xdc && b <= 0xdf) {  // array/map 16/32
-      container = true;
-      len_bytes = b == 0xdc || b == 0xde ? 2 : 4;
-    } else {
-      return false;  // 0xc1: invalid, nlohmann reports it
-    }
-    if (len_bytes > 0) {
-      if (data.size() - pos < len_bytes) {
-        return false;
-      }
-      std::uint64_t n = 0;  // MessagePack lengths are big-endian
-      for (const std::size_t end = pos + len_bytes; pos < end; ++pos) {
-        n = (n << 8) | data[pos];
-      }
-      if (container) {
-        children = b >= 0xde ? 2 * n : n;
-      } else {
-        skip += n;
-      }
-    }
-    if (skip > data.size() - pos) {
-      return false;
-    }
-    pos += static_cast<std::size_t>(skip);
-    if (!remaining.empty()) {
-      --remaining.back();
-    }
-    if (container && children > 0) {
-      if (remaining.size() >= max_depth) {
-        return true;
-      }
-      remaining.push_back(children);
-    }
-    while (!remaining.empty() && remaining.back() == 0) {
-      remaining.pop_back();
-    }
-  }
-  return false;
-}
-
 std::optional<std::string> magic_error(const std::uint8_t* p) {
   if (std::equal(kMagic.begin(), kMagic.end(), p)) {
     return std::nullopt;
@@ -303,27 +230,29 @@ EventArgs decode_event_args(std::span<const std::uint8_t> payload) {
   return EventArgs{std::move(*a), std::move(*k)};
 }
 
-std::vector<std::uint8_t> encode_bye(std::string_view reason) {
-  return nlohmann::json::to_msgpack(nlohmann::json{{"reason", std::string(reason)}});
+std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent) {
+  nlohmann::json j{{"reason", std::string(reason)}};
+  if (permanent) {
+    j["permanent"] = true;
+  }
+  return nlohmann::json::to_msgpack(j);
 }
 
-std::string decode_bye(std::span<const std::uint8_t> payload) {
+Bye decode_bye(std::span<const std::uint8_t> payload) {
   constexpr std::size_t kMaxReason = 1024;
-  if (nests_deeper_than(payload, 4)) {
-    return "no reason given";
-  }
+  Bye bye{"no reason given", false};
   try {
-    const auto j = nlohmann::json::from_msgpack(payload.begin(), payload.end());
+    const auto j = read_msgpack(payload, 4);
     if (j.is_object() && j.contains("reason") && j.at("reason").is_string()) {
-      auto reason = j.at("reason").get<std::string>();
-      if (reason.size() > kMaxReason) {
-        reason.resize(kMaxReason);
+      bye.reason = j.at("reason").get<std::string>();
+      if (bye.reason.size() > kMaxReason) {
+        bye.reason.resize(kMaxReason);
       }
-      return reason;
+      bye.permanent = j.contains("permanent") && j.at("permanent").is_boolean() && j.at("permanent").get<bool>();
     }
-  } catch (const nlohmann::json::exception&) {
+  } catch (const std::exception&) {
   }
-  return "no reason given";
+  return bye;
 }
 
 }  // namespace ditask::detail::mesh

@@ -131,10 +131,15 @@ class DITASK_API FrameDecoder {
   std::optional<std::string> error_;
 };
 
-/// The payload of a bye frame: MessagePack {"reason": reason}.
-DITASK_API std::vector<std::uint8_t> encode_bye(std::string_view reason);
-/// The reason of a bye payload; "no reason given" for anything malformed (never throws for bad input).
-DITASK_API std::string decode_bye(std::span<const std::uint8_t> payload);
+/// A decoded bye.
+struct Bye {
+  std::string reason;
+  bool permanent = false;  ///< a refusal that retrying cannot change (token, run id, version)
+};
+/// The payload of a bye frame: MessagePack {"reason": reason} plus "permanent": true when set.
+DITASK_API std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent = false);
+/// A bye payload; reason "no reason given" for anything malformed (never throws for bad input).
+DITASK_API Bye decode_bye(std::span<const std::uint8_t> payload);
 
 /// Deepest array/map nesting decode_event_args accepts.
 inline constexpr std::size_t kMaxNesting = 256;

@@ -340,7 +340,8 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
       on_event(link, std::move(frame));
       return;
     case FrameType::bye: {
-      const std::string reason = decode_bye(frame.payload);
+      const Bye bye = decode_bye(frame.payload);
+      const std::string& reason = bye.reason;
       if (!link->established) {
         if (first_time("refused by " + link->peer() + reason)) {
           DITASK_LOG(error, "mesh") << link->peer() << " refused this node: " << reason;
@@ -350,6 +351,9 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
           for (auto& d : dests_) {
             if (d.dial && d.address == link->dial_address) {
               d.last_error = "it refused this node: " + reason;
+              if (bye.permanent) {
+                d.permanent_error = d.last_error;
+              }
             }
           }
         }
@@ -376,7 +380,7 @@ bool Mesh::first_time(const std::string& what) {
   return true;
 }
 
-void Mesh::refuse(const std::shared_ptr<Link>& link, const std::string& why) {
+void Mesh::refuse(const std::shared_ptr<Link>& link, const std::string& why, bool permanent) {
   // A dialler retries: say it once at error level, the repeats at debug level.
   if (first_time("refused " + link->peer() + why)) {
     DITASK_LOG(error, "mesh") << "refused " << link->peer() << ": " << why;
@@ -385,7 +389,17 @@ void Mesh::refuse(const std::shared_ptr<Link>& link, const std::string& why) {
   }
   link->refused = true;
   link->stop_hello_timer();
-  link->leave(why, "refused", kRefuseLinger);
+  if (permanent && link->hello) {
+    // An expected peer that can never join: a start() waiting for it fails now, not at the timeout.
+    std::lock_guard lock(mutex_);
+    for (auto& d : dests_) {
+      if (d.required && !d.joined_ever && d.node == link->hello->node_id) {
+        d.permanent_error = "this node refused it: " + why;
+      }
+    }
+  }
+  changed_.notify_all();
+  link->leave(why, "refused", kRefuseLinger, permanent);
 }
 
 void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {
@@ -406,7 +420,7 @@ void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {
   Hello mine = own_hello_;
   mine.nonce = link->own_nonce;
   if (auto why = hello_refusal(mine, h)) {
-    refuse(link, *why);
+    refuse(link, *why, true);
     return;
   }
   if (h.node_id == settings_.node_id) {
@@ -414,11 +428,11 @@ void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {
     return;
   }
   if (settings_.token.empty() && h.auth) {
-    refuse(link, "it requires a token and this node has none (--token or DITASK_TOKEN)");
+    refuse(link, "it requires a token and this node has none (--token or DITASK_TOKEN)", true);
     return;
   }
   if (!settings_.token.empty() && !h.auth) {
-    refuse(link, "it has no token and this node requires one (--token or DITASK_TOKEN)");
+    refuse(link, "it has no token and this node requires one (--token or DITASK_TOKEN)", true);
     return;
   }
   if (!settings_.token.empty() && h.nonce == link->own_nonce) {
@@ -444,7 +458,7 @@ void Mesh::on_auth(const std::shared_ptr<Link>& link, const Frame& frame) {
   }
   const std::string proof(frame.payload.begin(), frame.payload.end());
   if (!verify_proof(settings_.token, link->own_nonce, link->hello->nonce, link->hello->node_id, proof)) {
-    refuse(link, "wrong token");
+    refuse(link, "wrong token", true);
     return;
   }
   link->proof_ok = true;
@@ -776,8 +790,23 @@ std::vector<std::string> Mesh::missing_locked() const {
 void Mesh::wait_ready() {
   const auto deadline = std::chrono::steady_clock::now() + settings_.startup_timeout;
   std::unique_lock lock(mutex_);
-  if (changed_.wait_until(lock, deadline, [&] { return ready_locked(); })) {
+  const auto refused = [&] {
+    return std::any_of(dests_.begin(), dests_.end(),
+                       [](const Dest& d) { return d.required && !d.joined_ever && !d.permanent_error.empty(); });
+  };
+  if (changed_.wait_until(lock, deadline, [&] { return ready_locked() || refused(); }) && ready_locked()) {
     return;
+  }
+  if (refused()) {
+    std::string text;
+    for (const auto& d : dests_) {
+      if (d.required && !d.joined_ever && !d.permanent_error.empty()) {
+        text += (text.empty() ? "" : "; ") + (d.node ? "node " + std::to_string(*d.node) + " (" + d.address + ")" : d.address) +
+                ": " + d.permanent_error;
+      }
+    }
+    throw Error("mesh cannot become ready: node " + std::to_string(settings_.node_id) + " and " + text,
+                "give every worker of the job the same --token (or DITASK_TOKEN) and --run-id");
   }
   const auto missing = missing_locked();
   std::string text;

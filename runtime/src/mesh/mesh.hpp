@@ -99,6 +99,7 @@ class DITASK_API Mesh final : public Link::Owner {
     std::vector<Link::Pending> early;    ///< emitted (or relayed) before it ever joined
     std::size_t early_bytes = 0;
     std::string last_error;              ///< why the last dial failed
+    std::string permanent_error;         ///< a refusal retrying cannot change: readiness fails at once
     std::chrono::milliseconds backoff{0};
     std::shared_ptr<boost::asio::steady_timer> timer;
   };
@@ -117,7 +118,7 @@ class DITASK_API Mesh final : public Link::Owner {
   void start_link(Socket socket, std::string peer, bool dialled, std::string dial_address);
   void on_hello(const std::shared_ptr<Link>& link, const Frame& frame);
   void on_auth(const std::shared_ptr<Link>& link, const Frame& frame);
-  void refuse(const std::shared_ptr<Link>& link, const std::string& why);
+  void refuse(const std::shared_ptr<Link>& link, const std::string& why, bool permanent = false);
   void establish(const std::shared_ptr<Link>& link);
   void on_event(const std::shared_ptr<Link>& link, Frame&& frame);
   void relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::uint64_t sender);

@@ -258,14 +258,18 @@ TEST_CASE("mesh: an event larger than the peer's frame limit fails locally and n
   CHECK(p.in_b.wait_for("small", 1).size() == 1);
 }
 
-TEST_CASE("mesh: a peer with another token is refused and the wait names why", "[mesh]") {
+TEST_CASE("mesh: a peer with another token is refused and both waits fail at once, naming why", "[mesh]") {
+  // A refusal retrying cannot change ends the wait without the (here long) startup timeout.
   Pair p({tcp_listener(), tcp_listener()}, true, [](mesh::MeshSettings& a, mesh::MeshSettings& b) {
     a.token = "token-of-the-job-0123";
     b.token = "another-token-456789";
-    a.startup_timeout = b.startup_timeout = 1s;
+    a.startup_timeout = b.startup_timeout = 50s;
   });
   auto e = error_of([&] { p.b->wait_ready(); });
-  CHECK_THAT(e.what(), Catch::Contains("mesh not ready after 1 s") && Catch::Contains("wrong token"));
+  CHECK_THAT(e.what(), Catch::Contains("mesh cannot become ready") && Catch::Contains("wrong token"));
+  CHECK_THAT(e.hint(), Catch::Contains("--token"));
+  auto ea = error_of([&] { p.a->wait_ready(); });
+  CHECK_THAT(ea.what(), Catch::Contains("node 1") && Catch::Contains("this node refused it: wrong token"));
   CHECK(p.a->peers().empty());
 }
 
@@ -344,7 +348,7 @@ TEST_CASE("mesh: different run ids refuse a peer only when both sides set theirs
       a.run_id = "job-a";
       b.run_id = "job-b";
       a.run_id_explicit = b.run_id_explicit = true;
-      a.startup_timeout = b.startup_timeout = 1s;
+      a.startup_timeout = b.startup_timeout = 50s;
     });
     auto e = error_of([&] { p.b->wait_ready(); });
     CHECK_THAT(e.what(), Catch::Contains("run id") && Catch::Contains("job-a") && Catch::Contains("job-b"));
