@@ -311,3 +311,15 @@ TEST_CASE("frame: the receive-path MessagePack reader agrees with nlohmann's on 
   const Bytes int_key{0x81, 0x01, 0x02};
   CHECK_THROWS_WITH(mesh::read_msgpack(int_key, 16), Catch::Contains("not a string"));
 }
+
+TEST_CASE("frame: a bye carries its reason and whether retrying could help", "[frame]") {
+  const auto plain = mesh::decode_bye(mesh::encode_bye("bye"));
+  CHECK(plain.reason == "bye");
+  CHECK_FALSE(plain.permanent);
+  const auto refused = mesh::decode_bye(mesh::encode_bye("wrong token", true));
+  CHECK(refused.reason == "wrong token");
+  CHECK(refused.permanent);
+  CHECK(mesh::decode_bye(Bytes{0xc1, 0x00}).reason == "no reason given");
+  CHECK(mesh::decode_bye(Bytes(100000, 0x91)).reason == "no reason given");
+  CHECK(mesh::decode_bye(mesh::encode_bye(std::string(5000, 'r'))).reason.size() == 1024);
+}
