@@ -23,6 +23,7 @@
 #include "fixtures.hpp"
 #include "mesh/address.hpp"
 #include "mesh/mesh.hpp"
+#include "mesh/settings.hpp"
 
 namespace mesh = ditask::detail::mesh;
 using namespace std::chrono_literals;
@@ -364,4 +365,51 @@ TEST_CASE("mesh: different run ids refuse a peer only when both sides set theirs
     p.a->wait_ready();
     CHECK(p.a->peers().size() == 1);
   }
+}
+
+TEST_CASE("mesh: settings come from the contract and DITASK_PLAN, and bad values are named", "[mesh]") {
+  ditask::WorkerEnv env;
+  env.node_id = 3;
+  env.local_id = 1;
+  env.listen = "tcp://127.0.0.1:4000";
+  env.attach_to = {"tcp://127.0.0.1:4001"};
+  env.topology = "star";
+  env.plan = ditask::json::parse(R"({"run_id_explicit": true, "nodes": [{"node_id": 2, "local_id": 0,
+      "listen": "tcp://127.0.0.1:4001"}, {"node_id": 3, "local_id": 1, "listen": "tcp://127.0.0.1:4000"}],
+      "mesh": {"startup_timeout_s": 2.5, "max_frame_bytes": 65536, "send_queue_bytes": 131072,
+      "send_timeout_s": 4, "send_policy": "drop", "relay": true, "token": "from-the-plan"}})");
+  auto s = mesh::mesh_settings(env, "from-the-env", "3");
+  CHECK(s.node_id == 3);
+  CHECK(s.listen_fd == 3);
+  CHECK(s.run_id_explicit);
+  CHECK(s.local_nodes.size() == 2);
+  CHECK(s.startup_timeout == 2500ms);
+  CHECK(s.max_frame_bytes == 65536);
+  CHECK(s.send_queue_bytes == 131072);
+  CHECK(s.send_timeout == 4000ms);
+  CHECK(s.drop_when_full);
+  CHECK(s.relay);
+  CHECK(s.token == "from-the-plan");  // the plan wins; DITASK_TOKEN is for workers started without it
+  env.plan["mesh"].erase("token");
+  CHECK(mesh::mesh_settings(env, "from-the-env", nullptr).token == "from-the-env");
+
+  const auto error_with = [&](const char* key, ditask::json value) {
+    auto bad = env;
+    bad.plan["mesh"][key] = std::move(value);
+    return std::string(error_of([&] { mesh::mesh_settings(bad, nullptr, nullptr); }).what());
+  };
+  CHECK_THAT(error_with("startup_timeout_s", 0), Catch::Contains("'mesh.startup_timeout_s' must be a positive number"));
+  CHECK_THAT(error_with("send_timeout_s", "soon"), Catch::Contains("'mesh.send_timeout_s'"));
+  CHECK_THAT(error_with("max_frame_bytes", -1), Catch::Contains("'mesh.max_frame_bytes' must be a positive integer"));
+  CHECK_THAT(error_with("send_policy", "sometimes"), Catch::Contains("must be 'wait' or 'drop', not 'sometimes'"));
+  CHECK_THAT(error_of([&] { mesh::mesh_settings(env, nullptr, "three"); }).what(),
+             Catch::Contains("DITASK_LISTEN_FD='three' is not a file descriptor"));
+  auto bad_nodes = env;
+  bad_nodes.plan["nodes"] = ditask::json::array({{{"node_id", "x"}}});
+  CHECK_THAT(error_of([&] { mesh::mesh_settings(bad_nodes, nullptr, nullptr); }).what(),
+             Catch::Contains("DITASK_PLAN: 'nodes/mesh' is malformed"));
+  auto bad_dial = env;
+  bad_dial.attach_to = {"udp://127.0.0.1:1"};
+  CHECK_THAT(error_of([&] { mesh::mesh_settings(bad_dial, nullptr, nullptr); }).what(),
+             Catch::Contains("bad mesh address 'udp://127.0.0.1:1'"));
 }
