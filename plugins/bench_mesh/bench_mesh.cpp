@@ -34,36 +34,17 @@
 
 #include <ditask/ditask.hpp>
 
+#include "bench_measure.hpp"
+
 namespace {
+
+using ditask::bench::context_switches;
+using ditask::bench::micros;
+using ditask::bench::now_ns;
+using ditask::bench::vmrss_kb;
 
 using Clock = std::chrono::steady_clock;
 
-// Monotonic nanoseconds: CLOCK_MONOTONIC (steady_clock on Linux) is one clock for every process
-// of the machine, so timestamps taken by different workers can be subtracted.
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
-
-// Context switches of this process (all threads) so far, voluntary and involuntary: what
-// `perf stat -e context-switches` counts, but for a window of our choosing.
-std::int64_t context_switches() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_nvcsw + usage.ru_nivcsw;
-}
-
-// VmRSS of this process in kB, or -1 when /proc does not tell.
-std::int64_t vmrss_kb() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      return std::stoll(line.substr(6));
-    }
-  }
-  return -1;
-}
 
 // The module arguments as key=value integers. Errors: std::invalid_argument for an unknown key
 // or a value that is not an integer.
@@ -252,11 +233,6 @@ class Pinger {
   Signal finished_;
 };
 
-std::string micros(std::int64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f", static_cast<double>(ns) / 1000.0);
-  return text;
-}
 
 void rtt_node0(const Params& params) {
   auto& task = ditask::task();

@@ -49,11 +49,17 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include "bench_measure.hpp"
+
 namespace asio = boost::asio;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using ditask::bench::context_switches;
+using ditask::bench::micros;
+using ditask::bench::now_ns;
+using ditask::bench::vmrss_kb;
+
 
 // A frame header announcing the end of an rtt run (never a real length here).
 constexpr std::uint32_t kStop = 0xffffffffU;
@@ -62,28 +68,6 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
-
-// Voluntary plus involuntary context switches of this process, all threads.
-std::int64_t context_switches() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_nvcsw + usage.ru_nivcsw;
-}
-
-std::int64_t vmrss_kb() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      return std::stoll(line.substr(6));
-    }
-  }
-  return -1;
-}
 
 // `--name value` options (and bare `--rss`), checked against what the subcommand knows.
 class Options {
@@ -248,11 +232,6 @@ std::vector<std::uint8_t> make_frame(std::uint32_t size) {
   return frame;
 }
 
-std::string micros(std::int64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f", static_cast<double>(ns) / 1000.0);
-  return text;
-}
 
 // ---- rtt ----
 

@@ -55,26 +55,34 @@ class TempDir {
   std::string path_;
 };
 
-/// Holds a listening TCP socket on 127.0.0.1 at a free port, so a test can offer ditask a port
-/// that is already in use.
-struct PortSquatter {
-  PortSquatter() {
+/// A TCP socket bound to a free port on 127.0.0.1, listening or not; closed when destroyed.
+class BoundPort {
+ public:
+  explicit BoundPort(bool listening) {
     fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     REQUIRE(fd >= 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(fd, 1) == 0);
+    if (listening) {
+      REQUIRE(::listen(fd, 1) == 0);
+    }
     socklen_t len = sizeof addr;
     REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
     port = ntohs(addr.sin_port);
   }
-  ~PortSquatter() { ::close(fd); }
-  PortSquatter(const PortSquatter&) = delete;
-  PortSquatter& operator=(const PortSquatter&) = delete;
+  ~BoundPort() { ::close(fd); }
+  BoundPort(const BoundPort&) = delete;
+  BoundPort& operator=(const BoundPort&) = delete;
   int fd = -1;
   int port = 0;
+};
+
+/// Holds a listening TCP socket on 127.0.0.1 at a free port, so a test can offer ditask a port
+/// that is already in use.
+struct PortSquatter : BoundPort {
+  PortSquatter() : BoundPort(true) {}
 };
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (bound, then released), for a ditask that
@@ -87,23 +95,8 @@ inline int free_port() {
 
 /// Holds a TCP port on 127.0.0.1 that is bound but not listening: connecting to it is refused
 /// (ECONNREFUSED) for as long as this object lives, and nobody else can start listening there.
-struct RefusingPort {
-  RefusingPort() {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port = ntohs(addr.sin_port);
-  }
-  ~RefusingPort() { ::close(fd); }
-  RefusingPort(const RefusingPort&) = delete;
-  RefusingPort& operator=(const RefusingPort&) = delete;
-  int fd = -1;
-  int port = 0;
+struct RefusingPort : BoundPort {
+  RefusingPort() : BoundPort(false) {}
 };
 
 }  // namespace ditask::test
