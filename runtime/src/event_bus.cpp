@@ -38,13 +38,12 @@ void EventBus::stop() noexcept {
     }
   }
   std::vector<Job> parked;
-  std::lock_guard lock(mutex_);
-  for (auto& [event, jobs] : parked_) {
-    parked.insert(parked.end(), std::make_move_iterator(jobs.begin()), std::make_move_iterator(jobs.end()));
+  {
+    std::lock_guard lock(mutex_);
+    parked = take_parked_locked();
   }
-  parked_.clear();
-  parked_count_ = parked_bytes_ = 0;
   drop_parked(parked);
+  std::lock_guard lock(mutex_);
   abort_ = true;
   abort_all_waiters_locked();
   for (auto& [event, entries] : handlers_) {
@@ -80,6 +79,17 @@ void EventBus::release_parked_locked(const std::string& event) {
   }
   parked_.erase(it);
   queued_.notify_one();
+}
+
+std::vector<EventBus::Job> EventBus::take_parked_locked() {
+  std::vector<Job> jobs;
+  jobs.reserve(parked_count_);
+  for (auto& [event, held] : parked_) {
+    jobs.insert(jobs.end(), std::make_move_iterator(held.begin()), std::make_move_iterator(held.end()));
+  }
+  parked_.clear();
+  parked_count_ = parked_bytes_ = 0;
+  return jobs;
 }
 
 void EventBus::drop_parked(std::vector<Job>& jobs) noexcept {
@@ -145,11 +155,7 @@ void EventBus::close_parking() {
       return;
     }
     parking_ = false;
-    for (auto& [event, jobs] : parked_) {
-      dropped.insert(dropped.end(), std::make_move_iterator(jobs.begin()), std::make_move_iterator(jobs.end()));
-    }
-    parked_.clear();
-    parked_count_ = parked_bytes_ = 0;
+    dropped = take_parked_locked();
   }
   if (!dropped.empty()) {
     DITASK_LOG(debug, "events") << dropped.size()

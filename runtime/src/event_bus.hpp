@@ -99,6 +99,7 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   void dispatch(const Job& job);
   void abort_all_waiters_locked();
   void release_parked_locked(const std::string& event);
+  std::vector<Job> take_parked_locked();
   static void drop_parked(std::vector<Job>& jobs) noexcept;
   bool claim(Entry& entry);
 

@@ -84,6 +84,10 @@ void Task::join_mesh(const std::shared_ptr<detail::EventBus>& bus) {
   if (!mesh) {
     return;
   }
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->mesh = mesh;
+  }
   Impl* impl = impl_.get();
   mesh->attach([bus, impl](std::vector<detail::RemoteEvent>&& events) {
     for (const auto& e : events) {
@@ -128,7 +132,12 @@ void Task::start_locked(StartOptions options, std::shared_ptr<detail::EventBus> 
 void Task::stop() noexcept { stop_as(std::uncaught_exceptions() > 0); }
 
 void Task::stop_as(bool failing) noexcept {
-  if (auto mesh = running() && impl_->router.is_active() ? detail::mesh::worker_mesh(false) : nullptr) {
+  std::shared_ptr<detail::mesh::Mesh> mesh;
+  {
+    std::lock_guard lock(impl_->mutex);
+    mesh = impl_->running ? impl_->mesh : nullptr;  // kept until below: handlers may still emit
+  }
+  if (mesh) {
     try {
       EventArgs args = EventArgs::from(true, kw("reason", failing ? "failed" : "ok"),
                                        kw("node_id", impl_->router.node_id()));
@@ -151,6 +160,7 @@ void Task::stop_as(bool failing) noexcept {
       return;
     }
     impl_->running = false;
+    impl_->mesh = nullptr;
     bus = std::move(impl_->bus);
     pool = std::move(impl_->pool);
     impl_->middleware.clear();

@@ -8,12 +8,12 @@
 
 namespace ditask {
 
-std::shared_ptr<detail::EventBus> Task::Impl::live_bus() const {
+Task::Impl::Live Task::Impl::live() const {
   std::lock_guard lock(mutex);
   if (!running) {
     throw_not_running();
   }
-  return bus;
+  return Live{bus, mesh};
 }
 
 void Task::Impl::on_handler_error(const std::string& event, std::exception_ptr error) {
@@ -48,14 +48,12 @@ std::size_t Task::handler_count(std::string_view event) const {
 }
 
 void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
-  auto bus = impl_->live_bus();
+  auto [bus, mesh] = impl_->live();
   if (!bus->on_dispatcher_thread()) {
     impl_->rethrow_handler_error();
   }
-  if (scope != Scope::only_local && impl_->router.is_active()) {
-    if (auto mesh = detail::mesh::worker_mesh(false)) {
-      mesh->send(detail::mesh::SendTarget::all(), event, args);
-    }
+  if (scope != Scope::only_local && mesh) {
+    mesh->send(detail::mesh::SendTarget::all(), event, args);
   }
   if (scope != Scope::only_remote && !bus->post(std::string(event), std::move(args))) {
     throw_not_running();
@@ -64,11 +62,10 @@ void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
 
 void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, EventArgs args) {
-  auto bus = impl_->live_bus();
+  auto [bus, mesh] = impl_->live();
   if (!bus->on_dispatcher_thread()) {
     impl_->rethrow_handler_error();
   }
-  auto mesh = impl_->router.is_active() ? detail::mesh::worker_mesh(false) : nullptr;
   if (!mesh) {
     if (node_id) {
       throw Error("cannot emit '" + std::string(event) + "' to node " + std::to_string(*node_id) +

@@ -16,6 +16,10 @@
 
 namespace ditask {
 
+namespace detail::mesh {
+class Mesh;
+}  // namespace detail::mesh
+
 /// The state behind ditask::task(). Split over task.cpp (lifecycle, labels), task_events.cpp and
 /// task_middleware.cpp.
 struct Task::Impl {
@@ -30,6 +34,7 @@ struct Task::Impl {
   bool running = false;
   StartOptions options;
   std::shared_ptr<detail::EventBus> bus;
+  std::shared_ptr<detail::mesh::Mesh> mesh;  // the worker's mesh while the task runs, else null
   std::set<std::string> labels;
   std::set<std::string> roles;
   std::vector<Step> middleware;
@@ -47,8 +52,15 @@ struct Task::Impl {
   std::mutex error_mutex;
   std::exception_ptr handler_error;  // guarded by error_mutex: reported once, then cleared
 
+  /// The running task's bus and, in a worker, its mesh (one lock for both: emit's hot path).
+  struct Live {
+    std::shared_ptr<detail::EventBus> bus;
+    std::shared_ptr<detail::mesh::Mesh> mesh;
+  };
+  /// Errors: ditask::Error when not running.
+  Live live() const;
   /// The running task's bus. Errors: ditask::Error when not running.
-  std::shared_ptr<detail::EventBus> live_bus() const;
+  std::shared_ptr<detail::EventBus> live_bus() const { return live().bus; }
   /// The pool, created on first use. Errors: ditask::Error when not running.
   detail::WorkerPool& worker_pool();
   /// Throws the pending HandlerError once (not on the dispatcher thread).

@@ -143,7 +143,7 @@ Link::Out Link::make_out(FrameType type, std::uint64_t sender, std::uint64_t seq
   h.seq = seq;
   h.topic_bytes = body ? body->topic.size() : 0;
   h.payload_bytes = body ? body->payload.size() : 0;
-  return Out{encode_header(h), std::move(body), type == FrameType::event};
+  return Out{encode_header(h), std::move(body), type};
 }
 
 void Link::schedule_write_locked(std::unique_lock<std::mutex>& lock) {
@@ -273,10 +273,10 @@ void Link::on_written(const boost::system::error_code& ec) {
   {
     std::lock_guard lock(mutex_);
     for (const auto& out : writing_) {
-      if (out.event) {
+      if (out.type == FrameType::event) {
         queued_bytes_ -= out.body->size() + kHeaderSize;
       }
-      sent_bye = sent_bye || (out.header[5] == static_cast<std::uint8_t>(FrameType::bye));
+      sent_bye = sent_bye || out.type == FrameType::bye;
     }
     writing_.clear();
     more = !queue_.empty() && !closed_;

@@ -130,7 +130,7 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   struct Out {
     std::array<std::uint8_t, kHeaderSize> header;
     BodyPtr body;
-    bool event;
+    FrameType type;
   };
 
   void read_more();

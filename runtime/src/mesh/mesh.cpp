@@ -16,10 +16,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include "auth.hpp"
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
+#include "ditask/runtime/suggest.hpp"
 
 namespace ditask::detail::mesh {
 
@@ -764,13 +766,17 @@ bool Mesh::ready_locked() const {
   return true;
 }
 
+std::string Mesh::name_of(const Dest& d) {
+  return d.node ? "node " + std::to_string(*d.node) + " (" + d.address + ")" : d.address;
+}
+
 std::vector<std::string> Mesh::missing_locked() const {
   std::vector<std::string> out;
   for (const auto& d : dests_) {
     if (!d.required || d.joined_ever) {
       continue;
     }
-    std::string text = d.node ? "node " + std::to_string(*d.node) + " (" + d.address + ")" : d.address;
+    std::string text = name_of(d);
     if (!d.dial) {
       text += ": it has not dialled this node";
     } else if (!d.last_error.empty()) {
@@ -798,23 +804,18 @@ void Mesh::wait_ready() {
     return;
   }
   if (refused()) {
-    std::string text;
+    std::vector<std::string> refusals;
     for (const auto& d : dests_) {
       if (d.required && !d.joined_ever && !d.permanent_error.empty()) {
-        text += (text.empty() ? "" : "; ") + (d.node ? "node " + std::to_string(*d.node) + " (" + d.address + ")" : d.address) +
-                ": " + d.permanent_error;
+        refusals.push_back(name_of(d) + ": " + d.permanent_error);
       }
     }
-    throw Error("mesh cannot become ready: node " + std::to_string(settings_.node_id) + " and " + text,
+    throw Error("mesh cannot become ready: node " + std::to_string(settings_.node_id) + " and " +
+                    join(refusals, "; "),
                 "give every worker of the job the same --token (or DITASK_TOKEN) and --run-id");
   }
-  const auto missing = missing_locked();
-  std::string text;
-  for (const auto& m : missing) {
-    text += (text.empty() ? "" : "; ") + m;
-  }
   throw Error("mesh not ready after " + seconds_text(settings_.startup_timeout) + ": node " +
-                  std::to_string(settings_.node_id) + " is still waiting for " + text,
+                  std::to_string(settings_.node_id) + " is still waiting for " + join(missing_locked(), "; "),
               "are those workers running and reachable? a slow start needs a longer --startup-timeout");
 }
 
@@ -825,10 +826,11 @@ void Mesh::send(const SendTarget& target, std::string_view event, const EventArg
   const std::size_t size = body->size();
   const auto deadline = std::chrono::steady_clock::now() + settings_.send_timeout;
   const bool to_self = self_delivery_ && (!target.node || *target.node == settings_.node_id) && target.label.empty();
-  std::vector<std::shared_ptr<Link>> links;
+  // On the stack for the usual handful of peers: send() is emit's hot path.
+  boost::container::small_vector<std::shared_ptr<Link>, 8> links;
   {
     std::unique_lock lock(mutex_);
-    std::vector<Dest*> early;
+    boost::container::small_vector<Dest*, 8> early;
     bool found = false;
     for (auto& d : dests_) {
       if (target.node && d.node != target.node) {
@@ -848,10 +850,11 @@ void Mesh::send(const SendTarget& target, std::string_view event, const EventArg
       }
     }
     if (target.node && !found && !(to_self && *target.node == settings_.node_id)) {
-      std::string known;
+      std::vector<std::string> connected;
       for (const auto& [node, j] : joined_) {
-        known += (known.empty() ? "" : ", ") + std::to_string(node);
+        connected.push_back(std::to_string(node));
       }
+      const std::string known = join(connected);
       throw Error("node " + std::to_string(*target.node) + " is not a peer of node " +
                       std::to_string(settings_.node_id),
                   known.empty() ? "no peer is connected" : "connected peers: " + known);

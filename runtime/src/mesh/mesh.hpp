@@ -126,6 +126,8 @@ class DITASK_API Mesh final : public Link::Owner {
   RemoteEvent notice(const char* event, const Hello& hello, const std::string& reason, std::uint64_t lost) const;
   Dest* find_dest_locked(const Hello& hello, const std::string& dial_address);
   std::vector<std::string> missing_locked() const;
+  /// "node N (address)", or the address while the node id is unknown.
+  static std::string name_of(const Dest& d);
   bool ready_locked() const;
   bool is_hub() const noexcept;
   /// True the first time `what` is asked about (keeps repeated refusals out of the log).
