@@ -54,12 +54,13 @@ void EventBus::stop() noexcept {
   handlers_.clear();
 }
 
-std::uint64_t EventBus::add(std::string event, RawHandler fn, bool once) {
+std::uint64_t EventBus::add(std::string event, RawHandler fn, bool once, PackedHandler packed) {
   std::lock_guard lock(mutex_);
   auto entry = std::make_shared<Entry>();
   const std::uint64_t id = next_id_++;
   entry->id = id;
   entry->fn = std::move(fn);
+  entry->packed = std::move(packed);
   entry->once = once;
   handlers_[event].push_back(std::move(entry));
   release_parked_locked(event);
@@ -127,10 +128,11 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
         held.emplace_back(e.receipt, &e);
         // Acknowledged (and its bytes released) now: when it runs later, the receipt only
         // learns whether a handler saw it.
-        parked_[e.event].push_back(Job{e.event, std::move(e.args), e.receipt, e.seq, 0, e.bytes});
+        parked_[e.event].push_back(Job{e.event, std::move(e.args), std::move(e.packed), e.receipt, e.seq, 0, e.bytes});
         continue;
       }
-      queue_.push_back(Job{std::move(e.event), std::move(e.args), std::move(e.receipt), e.seq, e.bytes});
+      queue_.push_back(Job{std::move(e.event), std::move(e.args), std::move(e.packed), std::move(e.receipt), e.seq,
+                           e.bytes});
       ++posted_;
     }
   }
@@ -218,7 +220,7 @@ bool EventBus::post(std::string event, EventArgs args) {
     if (stopping_) {
       return false;
     }
-    queue_.push_back(Job{std::move(event), std::move(args)});
+    queue_.push_back(Job{std::move(event), std::move(args), std::nullopt});
     ++posted_;
   }
   queued_.notify_one();
@@ -250,13 +252,12 @@ void EventBus::dispatch_loop() {
       done_.notify_all();
       return;
     }
-    std::deque<Job> batch;
-    batch.swap(queue_);
+    batch_.swap(queue_);  // both keep their capacity: no allocation per batch
     lock.unlock();
-    for (const auto& job : batch) {
+    for (const auto& job : batch_) {
       dispatch(job);
     }
-    batch.clear();
+    batch_.clear();
     lock.lock();
     dispatched_ = posted_ - queue_.size();
     if (drain_waiters_ > 0) {  // a wake-up per batch costs a context switch nobody needs
@@ -299,13 +300,23 @@ void EventBus::dispatch(const Job& job) {
     }
   }
   bool handled = false;
+  // Packed arguments are decoded to JSON only for a handler without a fast path (or whose fast
+  // path declined them), and then once for all such handlers.
+  std::optional<EventArgs> unpacked;
+  const EventArgs* args = job.args ? &*job.args : nullptr;
   for (auto& entry : entries) {
     if (!claim(*entry)) {
       continue;
     }
     handled = true;
     try {
-      entry->fn(job.args);
+      if (!args && entry->packed && entry->packed(job.packed->view())) {
+        continue;
+      }
+      if (!args) {
+        args = &unpacked.emplace(job.packed->unpack());
+      }
+      entry->fn(*args);
     } catch (...) {
       sink_(job.event, std::current_exception());
     }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ditask/event_args.hpp"
+#include "ditask/export.hpp"
 #include "ditask/handler.hpp"
 #include "remote_event.hpp"
 
@@ -34,7 +35,7 @@ struct WaitState {
 /// The local event system of one started task: a handler table and one dispatcher thread that
 /// runs queued events in FIFO order, each event's handlers in registration order.
 /// Thread: every method is safe from any thread; handlers run on the dispatcher thread.
-class EventBus : public std::enable_shared_from_this<EventBus> {
+class DITASK_API EventBus : public std::enable_shared_from_this<EventBus> {
  public:
   /// Receives each handler failure (on the dispatcher thread).
   using ErrorSink = std::function<void(const std::string& event, std::exception_ptr error)>;
@@ -49,8 +50,9 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   /// Runs what is queued, joins the dispatcher, drops every handler and aborts every waiter.
   void stop() noexcept;
 
-  /// Registers a handler; `once` handlers are removed before their only call.
-  std::uint64_t add(std::string event, RawHandler fn, bool once);
+  /// Registers a handler; `once` handlers are removed before their only call. `packed` (may be
+  /// empty) is its fast path for events whose arguments came packed from a peer.
+  std::uint64_t add(std::string event, RawHandler fn, bool once, PackedHandler packed = nullptr);
   /// Removes every handler of events matching the fnmatch `pattern`; returns how many.
   std::size_t remove_matching(std::string_view pattern);
   /// Removes handler `id` of `event`; false when absent.
@@ -82,13 +84,15 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   struct Entry {
     std::uint64_t id;
     RawHandler fn;
+    PackedHandler packed;
     bool once;
     std::atomic<bool> alive{true};
     std::weak_ptr<WaitState> waiter;
   };
   struct Job {
     std::string event;
-    EventArgs args;
+    std::optional<EventArgs> args;        // local events and runtime notices
+    std::optional<PackedPayload> packed;  // remote events, as they came
     std::shared_ptr<Receipt> receipt = nullptr;  // remote events only
     std::uint64_t seq = 0;
     std::size_t bytes = 0;         // released through the receipt when it ran
@@ -108,7 +112,7 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   std::condition_variable queued_;
   std::condition_variable done_;
   std::map<std::string, std::vector<std::shared_ptr<Entry>>, std::less<>> handlers_;  // guarded
-  std::deque<Job> queue_;            // guarded by mutex_
+  std::vector<Job> queue_;           // guarded by mutex_
   std::uint64_t next_id_ = 1;        // guarded by mutex_
   std::uint64_t posted_ = 0;         // guarded by mutex_
   std::uint64_t dispatched_ = 0;     // guarded by mutex_
@@ -122,6 +126,7 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   std::size_t parked_bytes_ = 0;     // guarded by mutex_
   bool warned_park_full_ = false;    // guarded by mutex_
   std::vector<std::shared_ptr<Entry>> dispatch_entries_;  // dispatcher thread only
+  std::vector<Job> batch_;                                 // dispatcher thread only
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};
 };

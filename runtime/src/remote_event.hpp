@@ -5,10 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ditask/event_args.hpp"
 #include "ditask/export.hpp"
+#include "ditask/packed_args.hpp"
 
 namespace ditask::detail {
 
@@ -21,13 +24,36 @@ class DITASK_API Receipt {
   virtual void done(std::uint64_t seq, std::size_t bytes, bool handled) noexcept = 0;
 };
 
-/// One remote event (or a runtime notice such as peer_joined, which has no receipt).
+/// An event's arguments as they came off the wire: the MessagePack payload (checked to be
+/// well-formed) and where its positional arguments lie, so a typed handler reads them without a
+/// JSON value being built.
+struct PackedPayload {
+  std::vector<std::uint8_t> bytes;
+  std::size_t args_begin = 0;  ///< offset of the first positional argument
+  std::size_t args_end = 0;    ///< offset just past the last one
+  std::size_t count = 0;       ///< positional arguments
+  std::size_t named_count = 0; ///< named arguments
+
+  /// A view for a typed handler's fast path.
+  PackedArgs view() const noexcept {
+    return PackedArgs{bytes.data() + args_begin, bytes.data() + args_end, count, named_count};
+  }
+  /// The arguments as JSON. Errors: ditask::Error (never for a payload the mesh accepted).
+  DITASK_API EventArgs unpack() const;
+};
+
+/// One remote event (or a runtime notice such as peer_joined, which has no receipt). Exactly
+/// one of `args` and `packed` is set.
 struct RemoteEvent {
   std::string event;
-  EventArgs args;
+  std::optional<EventArgs> args;
+  std::optional<PackedPayload> packed;
   std::shared_ptr<Receipt> receipt;
   std::uint64_t seq = 0;
   std::size_t bytes = 0;
+
+  /// The arguments as JSON, decoded from `packed` when that is how they came.
+  EventArgs unpacked() const { return args ? *args : packed->unpack(); }
 };
 
 }  // namespace ditask::detail

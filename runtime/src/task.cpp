@@ -92,7 +92,7 @@ void Task::join_mesh(const std::shared_ptr<detail::EventBus>& bus) {
   mesh->attach([bus, impl](std::vector<detail::RemoteEvent>&& events) {
     for (const auto& e : events) {
       // A peer's orderly stop ends this node's run() loop too (DI-engine's finish broadcast).
-      if (e.event == events::finish && e.args.kwargs.value("reason", std::string()) == "ok") {
+      if (e.event == events::finish && e.unpacked().kwargs.value("reason", std::string()) == "ok") {
         impl->finish = true;
       }
     }

@@ -7,6 +7,15 @@
 #include "task_impl.hpp"
 
 namespace ditask {
+namespace {
+
+[[noreturn]] void throw_not_a_worker(std::string_view event, std::int64_t node_id) {
+  throw Error("cannot emit '" + std::string(event) + "' to node " + std::to_string(node_id) +
+                  ": this process is not a ditask worker",
+              "run it with ditask --package ... --parallel-workers N");
+}
+
+}  // namespace
 
 Task::Impl::Live Task::Impl::live() const {
   std::lock_guard lock(mutex);
@@ -35,8 +44,8 @@ void Task::Impl::rethrow_handler_error() {
   }
 }
 
-HandlerId Task::add_handler(std::string event, RawHandler handler, bool once) {
-  return impl_->live_bus()->add(std::move(event), std::move(handler), once);
+HandlerId Task::add_handler(std::string event, detail::Handlers handlers, bool once) {
+  return impl_->live_bus()->add(std::move(event), std::move(handlers.raw), once, std::move(handlers.packed));
 }
 
 std::size_t Task::off(std::string_view pattern) { return impl_->live_bus()->remove_matching(pattern); }
@@ -60,6 +69,46 @@ void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
   }
 }
 
+std::vector<std::uint8_t>& detail::pack_buffer() {
+  thread_local std::vector<std::uint8_t> buffer;
+  if (buffer.capacity() > (1U << 20)) {
+    buffer = {};  // one large event does not pin its size for the thread's life
+  }
+  return buffer;
+}
+
+void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wire, Scope scope,
+                     std::optional<EventArgs> local) {
+  auto [bus, mesh] = impl_->live();
+  if (!bus->on_dispatcher_thread()) {
+    impl_->rethrow_handler_error();
+  }
+  if (scope != Scope::only_local && mesh) {
+    mesh->send_packed(detail::mesh::SendTarget::all(), event, wire);
+  }
+  if (scope != Scope::only_remote && !bus->post(std::string(event), std::move(*local))) {
+    throw_not_running();
+  }
+}
+
+void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
+                        std::string_view event, const std::vector<std::uint8_t>& wire) {
+  auto [bus, mesh] = impl_->live();
+  if (!bus->on_dispatcher_thread()) {
+    impl_->rethrow_handler_error();
+  }
+  if (!mesh) {
+    if (node_id) {
+      throw_not_a_worker(event, *node_id);
+    }
+    return;
+  }
+  detail::mesh::SendTarget target;
+  target.node = node_id;
+  target.label = std::string(label_pattern);
+  mesh->send_packed(target, event, wire);
+}
+
 void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, EventArgs args) {
   auto [bus, mesh] = impl_->live();
@@ -68,9 +117,7 @@ void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view la
   }
   if (!mesh) {
     if (node_id) {
-      throw Error("cannot emit '" + std::string(event) + "' to node " + std::to_string(*node_id) +
-                      ": this process is not a ditask worker",
-                  "run it with ditask --package ... --parallel-workers N");
+      throw_not_a_worker(event, *node_id);
     }
     return;
   }

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <string_view>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "mesh/auth.hpp"
 #include "mesh/frame.hpp"
 #include "mesh/hello.hpp"
+#include "mesh/msgpack_reader.hpp"
 
 namespace ditask::fuzz {
 namespace {
@@ -41,13 +44,66 @@ void check_hello(std::span<const std::uint8_t> payload) {
 
 /// Event arguments that decode must re-encode to bytes that are stable after one round (a byte
 /// compare, because NaN != NaN in json).
+/// The fast read of one positional argument as T, when it accepts it, gives what the JSON path
+/// gives, and moves exactly past that argument.
+template <class T>
+void check_fast_read(const std::uint8_t* at, const std::uint8_t* next, const std::uint8_t* end, const json& value) {
+  T fast{};
+  const std::uint8_t* p = at;
+  if (!detail::unpack_value(p, end, fast)) {
+    expect(p == at, "a declined fast read consumes nothing");
+    return;
+  }
+  expect(p == next, "a fast read ends where the argument ends");
+  if constexpr (std::is_floating_point_v<T>) {
+    const T slow = detail::from_arg<T>(value);
+    expect((fast != fast && slow != slow) || fast == slow, "the fast read agrees with the JSON path");
+  } else {
+    expect(fast == detail::from_arg<T>(value), "the fast read agrees with the JSON path");
+  }
+}
+
+/// locate_event_args refuses only malformed MessagePack, locates only payloads decode_event_args
+/// accepts, and the fast reads of the positional arguments it finds agree with the decoded JSON.
+void check_fast_path(std::span<const std::uint8_t> payload, const EventArgs* args) {
+  std::optional<detail::PackedPayload> layout;
+  try {
+    layout = mesh::locate_event_args(payload);
+  } catch (const Error&) {
+    expect(args == nullptr, "locate_event_args refuses only what decode_event_args refuses");
+    return;
+  }
+  if (!layout) {
+    return;  // another layout (or not an event at all): decode_event_args decides
+  }
+  expect(args != nullptr, "what locate_event_args locates, decode_event_args accepts");
+  expect(layout->count == args->args.size() && layout->named_count == args->kwargs.size(),
+         "the located counts match the decoded arguments");
+  const std::uint8_t* at = payload.data() + layout->args_begin;
+  const std::uint8_t* end = payload.data() + layout->args_end;
+  for (const auto& value : args->args) {
+    const std::uint8_t* next = payload.data() + mesh::skip_msgpack(payload, static_cast<std::size_t>(at - payload.data()), mesh::kMaxNesting);
+    check_fast_read<std::int64_t>(at, next, end, value);
+    check_fast_read<std::uint8_t>(at, next, end, value);
+    check_fast_read<std::int16_t>(at, next, end, value);
+    check_fast_read<double>(at, next, end, value);
+    check_fast_read<bool>(at, next, end, value);
+    check_fast_read<std::string>(at, next, end, value);
+    check_fast_read<std::vector<std::uint8_t>>(at, next, end, value);
+    at = next;
+  }
+  expect(at == end, "the positional arguments end where located");
+}
+
 void check_event_args(std::span<const std::uint8_t> payload) {
   EventArgs args;
   try {
     args = mesh::decode_event_args(payload);
   } catch (const Error&) {
+    check_fast_path(payload, nullptr);
     return;
   }
+  check_fast_path(payload, &args);
   const auto once = mesh::encode_event_args(args);
   const auto twice = mesh::encode_event_args(mesh::decode_event_args(once));
   expect(once == twice, "encode_event_args is stable after one round trip");

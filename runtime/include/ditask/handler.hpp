@@ -3,12 +3,14 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include "ditask/event_args.hpp"
+#include "ditask/packed_args.hpp"
 
 namespace ditask {
 
@@ -80,6 +82,30 @@ constexpr bool last_is_kwargs() {
   }
 }
 
+/// Calls `f` (whose parameter types are Params) with the arguments of one event, converted.
+/// Errors: ditask::Error when the arity or the named arguments do not fit, or a conversion fails.
+template <class Params, class Fn>
+void call_raw(Fn& f, const EventArgs& a) {
+  constexpr std::size_t n = std::tuple_size_v<Params>;
+  constexpr bool takes_kwargs = last_is_kwargs<Params>();
+  constexpr std::size_t positional = takes_kwargs ? n - 1 : n;
+  if (a.args.size() != positional) {
+    throw_arity_error(positional, a.args.size());
+  }
+  if constexpr (!takes_kwargs) {
+    if (!a.kwargs.empty()) {
+      throw_unexpected_kwargs(a.kwargs);
+    }
+  }
+  using Values = typename decayed_prefix<Params, std::make_index_sequence<positional>>::type;
+  auto values = convert_positional<Values>(a, std::make_index_sequence<positional>{});
+  if constexpr (takes_kwargs) {
+    std::apply([&](auto&... v) { f(std::move(v)..., a.named()); }, values);
+  } else {
+    std::apply([&](auto&... v) { f(std::move(v)...); }, values);
+  }
+}
+
 /// Wraps `fn(P...)` so it can be called with EventArgs. Rules: a single `const EventArgs&`
 /// parameter gets everything; otherwise each parameter takes one positional argument, and a
 /// last parameter of type `const Kwargs&` takes the named ones.
@@ -89,29 +115,60 @@ RawHandler make_raw_handler(F&& fn) {
                 "ditask: a handler must be a callable with concrete parameter types "
                 "(generic lambdas with 'auto' parameters cannot be matched against event arguments)");
   using Params = typename callable_traits<std::decay_t<F>>::params;
-  constexpr std::size_t n = std::tuple_size_v<Params>;
   if constexpr (takes_raw_args<Params>()) {
     return RawHandler(std::forward<F>(fn));
   } else {
-    constexpr bool takes_kwargs = last_is_kwargs<Params>();
-    constexpr std::size_t positional = takes_kwargs ? n - 1 : n;
-    return [f = std::forward<F>(fn)](const EventArgs& a) mutable {
-      if (a.args.size() != positional) {
-        throw_arity_error(positional, a.args.size());
-      }
-      if constexpr (!takes_kwargs) {
-        if (!a.kwargs.empty()) {
-          throw_unexpected_kwargs(a.kwargs);
-        }
-      }
-      using Values = typename decayed_prefix<Params, std::make_index_sequence<positional>>::type;
-      auto values = convert_positional<Values>(a, std::make_index_sequence<positional>{});
-      if constexpr (takes_kwargs) {
-        std::apply([&](auto&... v) { f(std::move(v)..., a.named()); }, values);
-      } else {
-        std::apply([&](auto&... v) { f(std::move(v)...); }, values);
-      }
+    return [f = std::forward<F>(fn)](const EventArgs& a) mutable { call_raw<Params>(f, a); };
+  }
+}
+
+/// True when every parameter is a simple type the fast path reads (no EventArgs, no Kwargs).
+template <class Params, std::size_t... I>
+constexpr bool all_unpackable(std::index_sequence<I...>) {
+  return (is_unpackable_v<std::decay_t<std::tuple_element_t<I, Params>>> && ...);
+}
+
+template <class Values, class Fn, std::size_t... I>
+bool call_packed(Fn& f, const PackedArgs& a, std::index_sequence<I...>) {
+  if (a.count != sizeof...(I) || a.named_count != 0) {
+    return false;
+  }
+  Values values;
+  if constexpr (sizeof...(I) > 0) {
+    const std::uint8_t* p = a.data;
+    if (!(unpack_value(p, a.end, std::get<I>(values)) && ...)) {
+      return false;
+    }
+  }
+  f(std::move(std::get<I>(values))...);
+  return true;
+}
+
+/// A handler in both erased forms: `raw` takes EventArgs (always set); `packed` reads simple
+/// arguments straight from the wire (set only when every parameter is a simple type).
+struct Handlers {
+  RawHandler raw;
+  PackedHandler packed;
+};
+
+/// make_raw_handler(fn), plus the fast path when `fn`'s parameters allow it; both share `fn`.
+template <class F>
+Handlers make_handlers(F&& fn) {
+  static_assert(is_typed_callable_v<F>,
+                "ditask: a handler must be a callable with concrete parameter types "
+                "(generic lambdas with 'auto' parameters cannot be matched against event arguments)");
+  using Params = typename callable_traits<std::decay_t<F>>::params;
+  constexpr std::size_t n = std::tuple_size_v<Params>;
+  if constexpr (all_unpackable<Params>(std::make_index_sequence<n>{})) {
+    auto shared = std::make_shared<std::decay_t<F>>(std::forward<F>(fn));
+    using Values = typename decayed_prefix<Params, std::make_index_sequence<n>>::type;
+    PackedHandler packed = [shared](const PackedArgs& a) {
+      return call_packed<Values>(*shared, a, std::make_index_sequence<n>{});
     };
+    RawHandler raw = [shared](const EventArgs& a) { call_raw<Params>(*shared, a); };
+    return Handlers{std::move(raw), std::move(packed)};
+  } else {
+    return Handlers{make_raw_handler(std::forward<F>(fn)), nullptr};
   }
 }
 

@@ -12,7 +12,7 @@
 /// The entry ABI this header produces; worker mode refuses a module built for another one.
 /// Bump it when the calling convention of an entry changes (signature, what the runtime sets
 /// up before calling it).
-#define DITASK_ABI_VERSION 1
+#define DITASK_ABI_VERSION 2
 
 namespace ditask {
 

@@ -106,12 +106,12 @@ class DITASK_API Task {
   /// `const Kwargs&`) or a single `const EventArgs&`. Errors: ditask::Error when not running.
   template <class F>
   HandlerId on(std::string event, F&& fn) {
-    return add_handler(std::move(event), detail::make_raw_handler(std::forward<F>(fn)), false);
+    return add_handler(std::move(event), detail::make_handlers(std::forward<F>(fn)), false);
   }
   /// Like on(), but the handler runs for the next emit only.
   template <class F>
   HandlerId once(std::string event, F&& fn) {
-    return add_handler(std::move(event), detail::make_raw_handler(std::forward<F>(fn)), true);
+    return add_handler(std::move(event), detail::make_handlers(std::forward<F>(fn)), true);
   }
   /// Removes every handler of every event matching `pattern` (fnmatch, as DI-engine). Returns
   /// how many were removed.
@@ -126,7 +126,13 @@ class DITASK_API Task {
   /// ditask::Error when not running.
   template <class... A>
   void emit(std::string_view event, A&&... args) {
-    emit_args(event, EventArgs::from(std::forward<A>(args)...), Scope::local_and_remote);
+    if constexpr ((detail::is_packable_v<A> && ...)) {
+      auto& wire = detail::pack_buffer();
+      detail::pack_event(wire, args...);
+      emit_wire(event, wire, Scope::local_and_remote, EventArgs::from(std::forward<A>(args)...));
+    } else {
+      emit_args(event, EventArgs::from(std::forward<A>(args)...), Scope::local_and_remote);
+    }
   }
   /// Emits to this process's handlers only (DI-engine's `only_local=True`).
   template <class... A>
@@ -136,20 +142,38 @@ class DITASK_API Task {
   /// Emits to remote peers only (DI-engine's `only_remote=True`); a no-op while inactive.
   template <class... A>
   void emit_remote(std::string_view event, A&&... args) {
-    emit_args(event, EventArgs::from(std::forward<A>(args)...), Scope::only_remote);
+    if constexpr ((detail::is_packable_v<A> && ...)) {
+      auto& wire = detail::pack_buffer();
+      detail::pack_event(wire, args...);
+      emit_wire(event, wire, Scope::only_remote, std::nullopt);
+    } else {
+      emit_args(event, EventArgs::from(std::forward<A>(args)...), Scope::only_remote);
+    }
   }
   /// Emits to one peer only (remote only). An event for a peer that is expected but not yet
   /// connected is queued. Errors: as emit_args, and ditask::Error when `node_id` is neither a
   /// peer nor expected.
   template <class... A>
   void emit_to_node(std::int64_t node_id, std::string_view event, A&&... args) {
-    emit_args_to(node_id, {}, event, EventArgs::from(std::forward<A>(args)...));
+    if constexpr ((detail::is_packable_v<A> && ...)) {
+      auto& wire = detail::pack_buffer();
+      detail::pack_event(wire, args...);
+      emit_wire_to(node_id, {}, event, wire);
+    } else {
+      emit_args_to(node_id, {}, event, EventArgs::from(std::forward<A>(args)...));
+    }
   }
   /// Emits to the connected peers having a label matching the fnmatch glob `pattern` (their
   /// --labels and "node.<id>"); remote only. No match is not an error.
   template <class... A>
   void emit_to_label(std::string_view pattern, std::string_view event, A&&... args) {
-    emit_args_to(std::nullopt, pattern, event, EventArgs::from(std::forward<A>(args)...));
+    if constexpr ((detail::is_packable_v<A> && ...)) {
+      auto& wire = detail::pack_buffer();
+      detail::pack_event(wire, args...);
+      emit_wire_to(std::nullopt, pattern, event, wire);
+    } else {
+      emit_args_to(std::nullopt, pattern, event, EventArgs::from(std::forward<A>(args)...));
+    }
   }
   /// The untyped form of emit_to_node (`node_id`) and emit_to_label (`label_pattern`).
   void emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
@@ -258,7 +282,13 @@ class DITASK_API Task {
   void start_locked(StartOptions options, std::shared_ptr<detail::EventBus> bus);
   void join_mesh(const std::shared_ptr<detail::EventBus>& bus);
   void stop_as(bool failing) noexcept;
-  HandlerId add_handler(std::string event, RawHandler handler, bool once);
+  HandlerId add_handler(std::string event, detail::Handlers handlers, bool once);
+  // The fast forms of emit and emit_args_to for simple arguments: `wire` is the event payload
+  // (detail::pack_event), `local` the same arguments for this process's handlers (scope).
+  void emit_wire(std::string_view event, const std::vector<std::uint8_t>& wire, Scope scope,
+                 std::optional<EventArgs> local);
+  void emit_wire_to(std::optional<std::int64_t> node_id, std::string_view label_pattern, std::string_view event,
+                    const std::vector<std::uint8_t>& wire);
   void add_middleware(Middleware fn, std::optional<Lock> lock);
   void forward_middleware(Middleware fn);
   Middleware wrap_middleware(Middleware fn, std::optional<Lock> lock);

@@ -15,7 +15,9 @@ namespace {
 constexpr std::size_t kReadChunk = 256 * 1024;
 constexpr std::size_t kMaxBatchFrames = 4096;
 constexpr std::size_t kMaxBatchBytes = 4u << 20;
-constexpr std::size_t kStageBelow = 16 * 1024;  // payloads up to this size are copied into staging_
+constexpr std::size_t kStageBelow = 16 * 1024;  // payloads up to this size are copied, not shared
+constexpr std::size_t kFramesChunk = 256 * 1024;  // a run of copied frames grows up to about this
+constexpr std::size_t kSpareBuffers = 4;
 }  // namespace
 
 Link::Link(Socket socket, std::string peer, bool dialled, Owner& owner, std::size_t max_frame_bytes,
@@ -143,7 +145,7 @@ Link::Out Link::make_out(FrameType type, std::uint64_t sender, std::uint64_t seq
   h.seq = seq;
   h.topic_bytes = body ? body->topic.size() : 0;
   h.payload_bytes = body ? body->payload.size() : 0;
-  return Out{encode_header(h), std::move(body), type};
+  return Out{encode_header(h), std::move(body), type, {}, 0};
 }
 
 void Link::schedule_write_locked(std::unique_lock<std::mutex>& lock) {
@@ -168,9 +170,9 @@ void Link::send_control(FrameType type, BodyPtr body) {
   schedule_write_locked(lock);
 }
 
-SendResult Link::send_event(const BodyPtr& body, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
-                            std::chrono::steady_clock::time_point deadline) {
-  const std::size_t size = body->size() + kHeaderSize;
+SendResult Link::send_event(OutgoingEvent& event, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
+                            Deadline& deadline) {
+  const std::size_t size = event.size() + kHeaderSize;
   std::unique_lock lock(mutex_);
   auto fits = [&] { return closed_ || leaving_ || queued_bytes_ == 0 || queued_bytes_ + size <= queue_bytes_; };
   if (!fits()) {
@@ -178,7 +180,7 @@ SendResult Link::send_event(const BodyPtr& body, std::uint64_t sender, std::uint
       return SendResult::dropped;
     }
     ++waiters_;
-    const bool room = changed_.wait_until(lock, deadline, fits);
+    const bool room = changed_.wait_until(lock, deadline.at(), fits);
     --waiters_;
     if (!room) {
       return SendResult::timed_out;
@@ -188,9 +190,37 @@ SendResult Link::send_event(const BodyPtr& body, std::uint64_t sender, std::uint
     return SendResult::closed;
   }
   queued_bytes_ += size;
-  queue_.push_back(make_out(FrameType::event, sender, ++next_seq_, flags, body));
+  FrameHeader h;
+  h.flags = flags;
+  h.sender = sender;
+  h.seq = ++next_seq_;
+  h.topic_bytes = event.topic().size();
+  h.payload_bytes = event.payload().size();
+  if (event.payload().size() <= kStageBelow) {
+    append_frame_locked(h, event, size);
+  } else {
+    queue_.push_back(Out{encode_header(h), event.body(), FrameType::event, {}, size});
+  }
   schedule_write_locked(lock);
   return SendResult::queued;
+}
+
+void Link::append_frame_locked(const FrameHeader& header, const OutgoingEvent& event, std::size_t size) {
+  if (queue_.empty() || queue_.back().frames.empty() || queue_.back().frames.size() >= kFramesChunk) {
+    Out run;
+    if (!spare_.empty()) {
+      run.frames = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    queue_.push_back(std::move(run));
+  }
+  Out& run = queue_.back();
+  const auto head = encode_header(header);
+  const auto* topic = reinterpret_cast<const std::uint8_t*>(event.topic().data());
+  run.frames.insert(run.frames.end(), head.begin(), head.end());
+  run.frames.insert(run.frames.end(), topic, topic + event.topic().size());
+  run.frames.insert(run.frames.end(), event.payload().begin(), event.payload().end());
+  run.event_bytes += size;
 }
 
 void Link::send_events_unbounded(const std::vector<Pending>& events) {
@@ -199,8 +229,10 @@ void Link::send_events_unbounded(const std::vector<Pending>& events) {
     return;
   }
   for (const auto& e : events) {
-    queued_bytes_ += e.body->size() + kHeaderSize;
+    const std::size_t size = e.body->size() + kHeaderSize;
+    queued_bytes_ += size;
     queue_.push_back(make_out(FrameType::event, e.sender, ++next_seq_, e.flags, e.body));
+    queue_.back().event_bytes = size;
   }
   schedule_write_locked(lock);
 }
@@ -216,7 +248,8 @@ void Link::write_batch() {
     writing_.clear();
     std::size_t batch_bytes = 0;
     while (!queue_.empty() && writing_.size() < kMaxBatchFrames && batch_bytes < kMaxBatchBytes) {
-      batch_bytes += kHeaderSize + (queue_.front().body ? queue_.front().body->size() : 0);
+      const Out& next = queue_.front();
+      batch_bytes += next.frames.empty() ? kHeaderSize + (next.body ? next.body->size() : 0) : next.frames.size();
       writing_.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
@@ -240,6 +273,10 @@ void Link::write_batch() {
     staging_.insert(staging_.end(), data, data + size);
   };
   for (const auto& out : writing_) {
+    if (!out.frames.empty()) {  // already whole frames: written from where they are
+      segments.push_back(Segment{false, 0, out.frames.data(), out.frames.size()});
+      continue;
+    }
     stage(out.header.data(), out.header.size());
     if (!out.body) {
       continue;
@@ -272,11 +309,13 @@ void Link::on_written(const boost::system::error_code& ec) {
   bool notify = false;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& out : writing_) {
-      if (out.type == FrameType::event) {
-        queued_bytes_ -= out.body->size() + kHeaderSize;
-      }
+    for (auto& out : writing_) {
+      queued_bytes_ -= out.event_bytes;
       sent_bye = sent_bye || out.type == FrameType::bye;
+      if (!out.frames.empty() && spare_.size() < kSpareBuffers && out.frames.capacity() <= 2 * kFramesChunk) {
+        out.frames.clear();
+        spare_.push_back(std::move(out.frames));
+      }
     }
     writing_.clear();
     more = !queue_.empty() && !closed_;

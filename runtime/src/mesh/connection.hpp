@@ -12,7 +12,9 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/generic/stream_protocol.hpp>
@@ -35,6 +37,51 @@ struct Body {
   std::size_t size() const noexcept { return topic.size() + payload.size(); }
 };
 using BodyPtr = std::shared_ptr<const Body>;
+
+/// One event on its way to one or more links: its topic and payload bytes, and, made on first
+/// need and then shared by every link it goes to, a Body holding them (large payloads are written
+/// from it; small ones are copied into each link's queue and need none).
+class OutgoingEvent {
+ public:
+  /// Refers to `topic` and `payload`, which must outlive this object.
+  OutgoingEvent(std::string_view topic, std::span<const std::uint8_t> payload) : topic_(topic), payload_(payload) {}
+  /// An event that already has its Body.
+  explicit OutgoingEvent(BodyPtr body)
+      : topic_(body->topic), payload_(body->payload), body_(std::move(body)) {}
+  std::string_view topic() const noexcept { return topic_; }
+  std::span<const std::uint8_t> payload() const noexcept { return payload_; }
+  /// Topic + payload bytes.
+  std::size_t size() const noexcept { return topic_.size() + payload_.size(); }
+  /// The shared Body (copies the bytes on the first call).
+  const BodyPtr& body() {
+    if (!body_) {
+      body_ = std::make_shared<Body>(Body{std::string(topic_), {payload_.begin(), payload_.end()}});
+    }
+    return body_;
+  }
+
+ private:
+  std::string_view topic_;
+  std::span<const std::uint8_t> payload_;
+  BodyPtr body_;
+};
+
+/// A send deadline that reads the clock only when someone has to wait.
+class Deadline {
+ public:
+  explicit Deadline(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  /// Now + the timeout, fixed by the first call.
+  std::chrono::steady_clock::time_point at() {
+    if (!at_) {
+      at_ = std::chrono::steady_clock::now() + timeout_;
+    }
+    return *at_;
+  }
+
+ private:
+  std::chrono::milliseconds timeout_;
+  std::optional<std::chrono::steady_clock::time_point> at_;
+};
 
 /// What Link::send_event did.
 enum class SendResult { queued, dropped, timed_out, closed };
@@ -76,8 +123,8 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   void send_control(FrameType type, BodyPtr body);
   /// Queues an event frame. When the queue is full: waits until `deadline` (wait policy), or
   /// returns dropped at once (`drop`); returns closed when the link is gone.
-  SendResult send_event(const BodyPtr& body, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
-                        std::chrono::steady_clock::time_point deadline);
+  SendResult send_event(OutgoingEvent& event, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
+                        Deadline& deadline);
   /// An event waiting for a peer's first hello.
   struct Pending {
     BodyPtr body;
@@ -127,10 +174,14 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   void set_peer_name(std::string name);
 
  private:
+  // One queued frame (header + shared body), or a run of small event frames copied whole
+  // into `frames` (then `header` and `body` are unused).
   struct Out {
-    std::array<std::uint8_t, kHeaderSize> header;
+    std::array<std::uint8_t, kHeaderSize> header{};
     BodyPtr body;
-    FrameType type;
+    FrameType type = FrameType::event;
+    std::vector<std::uint8_t> frames;
+    std::size_t event_bytes = 0;  // counted against the queue bound
   };
 
   void read_more();
@@ -141,6 +192,7 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   void close_now(const std::string& reason);
   void send_ack();
   Out make_out(FrameType type, std::uint64_t sender, std::uint64_t seq, std::uint16_t flags, BodyPtr body) const;
+  void append_frame_locked(const FrameHeader& header, const OutgoingEvent& event, std::size_t size);
 
   Socket socket_;
   const bool dialled_;
@@ -157,6 +209,7 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   std::deque<Out> queue_;
   std::vector<Out> writing_;            // the batch being written (io thread while active)
   std::vector<std::uint8_t> staging_;   // small frames of that batch, copied (io thread)
+  std::vector<std::vector<std::uint8_t>> spare_;  // emptied Out::frames buffers, reused
   std::size_t queued_bytes_ = 0;        // queue_ + writing_ event bytes
   bool write_active_ = false;           // a write is posted or in progress
   int waiters_ = 0;                     // threads waiting on changed_

@@ -230,6 +230,53 @@ EventArgs decode_event_args(std::span<const std::uint8_t> payload) {
   return EventArgs{std::move(*a), std::move(*k)};
 }
 
+std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> payload) {
+  std::size_t end = 0;
+  try {
+    end = skip_msgpack(payload, 0, kMaxNesting);
+  } catch (const Error& e) {
+    malformed(e.what());
+  }
+  if (end != payload.size()) {
+    malformed(std::to_string(payload.size() - end) + " bytes after the value");
+  }
+  // Known well-formed from here on: every header read below lies inside the payload.
+  auto count_at = [&](std::size_t pos, std::uint8_t fix, std::uint8_t b16, std::uint8_t b32,
+                      std::size_t& count) -> std::size_t {  // header size, 0 when not this kind
+    const std::uint8_t b = payload[pos];
+    if ((b & 0xf0U) == fix) {
+      count = b & 0x0fU;
+      return 1;
+    }
+    const std::size_t n = b == b16 ? 2 : b == b32 ? 4 : 0;
+    count = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      count = (count << 8) | payload[pos + 1 + i];
+    }
+    return n == 0 ? 0 : 1 + n;
+  };
+  static constexpr std::uint8_t kPrefix[] = {0x82, 0xa1, 'a'};
+  if (payload.size() < 6 || !std::equal(std::begin(kPrefix), std::end(kPrefix), payload.begin())) {
+    return std::nullopt;
+  }
+  PackedPayload p;
+  const std::size_t array_header = count_at(3, 0x90, 0xdc, 0xdd, p.count);
+  if (array_header == 0) {
+    return std::nullopt;
+  }
+  p.args_begin = 3 + array_header;
+  p.args_end = p.args_begin;
+  for (std::size_t i = 0; i < p.count; ++i) {
+    p.args_end = skip_msgpack(payload, p.args_end, kMaxNesting);
+  }
+  const std::size_t k = p.args_end;
+  if (k + 3 > payload.size() || payload[k] != 0xa1 || payload[k + 1] != 'k' ||
+      count_at(k + 2, 0x80, 0xde, 0xdf, p.named_count) == 0) {
+    return std::nullopt;
+  }
+  return p;
+}
+
 std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent) {
   nlohmann::json j{{"reason", std::string(reason)}};
   if (permanent) {
@@ -256,3 +303,7 @@ Bye decode_bye(std::span<const std::uint8_t> payload) {
 }
 
 }  // namespace ditask::detail::mesh
+
+namespace ditask::detail {
+EventArgs PackedPayload::unpack() const { return mesh::decode_event_args(bytes); }
+}  // namespace ditask::detail

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ditask/event_args.hpp"
+#include "../remote_event.hpp"
 #include "ditask/export.hpp"
 
 namespace ditask::detail::mesh {
@@ -152,5 +153,12 @@ DITASK_API std::vector<std::uint8_t> encode_event_args(const EventArgs& args);
 /// a map with an array "a" and a map "k" (extra keys are ignored), and for nesting deeper than
 /// kMaxNesting, so hostile input cannot exhaust the stack.
 DITASK_API EventArgs decode_event_args(std::span<const std::uint8_t> payload);
+
+/// Checks an event payload as decode_event_args would and, when it has the layout
+/// encode_event_args writes (`{"a": [...], "k": {...}}`, in that order), says where the
+/// positional arguments lie (the returned `bytes` stay empty: move the payload in). nullopt for
+/// well-formed MessagePack in another layout (decode_event_args then decides). Errors: ditask::Error
+/// "malformed event payload: ..." for bytes that are not one well-formed MessagePack value.
+DITASK_API std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> payload);
 
 }  // namespace ditask::detail::mesh

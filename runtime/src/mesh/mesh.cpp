@@ -551,14 +551,15 @@ RemoteEvent Mesh::notice(const char* event, const Hello& hello, const std::strin
                          std::uint64_t lost) const {
   RemoteEvent e;
   e.event = event;
-  e.args.kwargs["node_id"] = hello.node_id;
-  e.args.kwargs["attempt"] = hello.attempt;
+  auto& kwargs = e.args.emplace().kwargs;
+  kwargs["node_id"] = hello.node_id;
+  kwargs["attempt"] = hello.attempt;
   if (reason.empty()) {
-    e.args.kwargs["labels"] = hello.labels;
-    e.args.kwargs["address"] = hello.listen;
+    kwargs["labels"] = hello.labels;
+    kwargs["address"] = hello.listen;
   } else {
-    e.args.kwargs["reason"] = reason;
-    e.args.kwargs["lost"] = lost;
+    kwargs["reason"] = reason;
+    kwargs["lost"] = lost;
   }
   return e;
 }
@@ -578,7 +579,10 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   }
   RemoteEvent e;
   try {
-    e.args = decode_event_args(frame.payload);
+    e.packed = locate_event_args(frame.payload);
+    if (!e.packed) {
+      e.args = decode_event_args(frame.payload);
+    }
   } catch (const std::exception& ex) {
     DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": event '"
                               << frame.topic.substr(5) << "': " << ex.what();
@@ -586,8 +590,10 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     return;
   }
   if (settings_.relay && is_hub() && (frame.flags & kFlagRelayed) == 0) {
-    auto body = std::make_shared<Body>(Body{frame.topic, std::move(frame.payload)});
-    relay(link, body, frame.sender);
+    relay(link, std::make_shared<Body>(Body{frame.topic, frame.payload}), frame.sender);
+  }
+  if (e.packed) {
+    e.packed->bytes = std::move(frame.payload);
   }
   e.event = frame.topic.substr(5);
   if (e.event == events::finish && (frame.flags & kFlagRelayed) == 0) {
@@ -623,9 +629,9 @@ void Mesh::relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::ui
     }
   }
   for (const auto& [link, limit] : to) {
-    if (body->size() > limit ||
-        link->send_event(body, sender, kFlagRelayed, true, std::chrono::steady_clock::now()) ==
-            SendResult::dropped) {
+    OutgoingEvent out(body);
+    Deadline now(std::chrono::milliseconds(0));
+    if (body->size() > limit || link->send_event(out, sender, kFlagRelayed, true, now) == SendResult::dropped) {
       if (++dropped_ % 1000 == 1) {
         DITASK_LOG(warn, "mesh") << "relay dropped an event for " << link->peer() << " (" << dropped_.load()
                                  << " dropped so far): its send queue is full or the event too large";
@@ -820,11 +826,21 @@ void Mesh::wait_ready() {
 }
 
 void Mesh::send(const SendTarget& target, std::string_view event, const EventArgs& args) {
-  auto body = std::make_shared<Body>();
-  body->topic = "task." + std::string(event);
-  body->payload = encode_event_args(args);
-  const std::size_t size = body->size();
-  const auto deadline = std::chrono::steady_clock::now() + settings_.send_timeout;
+  send_payload(target, event, encode_event_args(args), &args);
+}
+
+void Mesh::send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) {
+  send_payload(target, event, payload, nullptr);
+}
+
+void Mesh::send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload,
+                        const EventArgs* args) {
+  std::string topic;
+  topic.reserve(5 + event.size());
+  topic.append("task.").append(event);
+  OutgoingEvent out(topic, payload);
+  const std::size_t size = out.size();
+  Deadline deadline(settings_.send_timeout);
   const bool to_self = self_delivery_ && (!target.node || *target.node == settings_.node_id) && target.label.empty();
   // On the stack for the usual handful of peers: send() is emit's hot path.
   boost::container::small_vector<std::shared_ptr<Link>, 8> links;
@@ -880,7 +896,7 @@ void Mesh::send(const SendTarget& target, std::string_view event, const EventArg
           ++dropped_;
           continue;
         }
-        if (!changed_.wait_until(lock, deadline, room)) {
+        if (!changed_.wait_until(lock, deadline.at(), room)) {
           throw Error("event '" + std::string(event) + "' waited " + seconds_text(settings_.send_timeout) +
                           " for " + (d->node ? "node " + std::to_string(*d->node) : d->address) +
                           ", which has not joined yet",
@@ -893,13 +909,13 @@ void Mesh::send(const SendTarget& target, std::string_view event, const EventArg
         }
         continue;
       }
-      d->early.push_back(Link::Pending{body, static_cast<std::uint64_t>(settings_.node_id), 0});
+      d->early.push_back(Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), 0});
       d->early_bytes += size;
       ++sent_;
     }
   }
   for (const auto& link : links) {
-    switch (link->send_event(body, static_cast<std::uint64_t>(settings_.node_id), 0, settings_.drop_when_full,
+    switch (link->send_event(out, static_cast<std::uint64_t>(settings_.node_id), 0, settings_.drop_when_full,
                              deadline)) {
       case SendResult::queued:
         ++sent_;
@@ -924,7 +940,13 @@ void Mesh::send(const SendTarget& target, std::string_view event, const EventArg
   if (to_self) {
     RemoteEvent e;
     e.event = std::string(event);
-    e.args = args;
+    if (args) {
+      e.args = *args;
+    } else if ((e.packed = locate_event_args(payload))) {
+      e.packed->bytes.assign(payload.begin(), payload.end());
+    } else {
+      e.args = decode_event_args(payload);
+    }
     hand_over({std::move(e)});
   }
 }

@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <span>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -66,6 +67,8 @@ class DITASK_API Mesh final : public Link::Owner {
   /// Sends one event. Errors: ditask::Error when it exceeds a peer's frame limit (nothing is
   /// sent then), when a send queue stays full for the send timeout, or for an unknown node.
   void send(const SendTarget& target, std::string_view event, const EventArgs& args);
+  /// send() for arguments already encoded as an event payload (detail::pack_event).
+  void send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload);
   /// After this node's `finish`: waits until every connected peer has sent its own `finish` or
   /// left, so whatever they emitted before stopping reaches this node's handlers. Returns false
   /// when `timeout` passed first.
@@ -123,6 +126,9 @@ class DITASK_API Mesh final : public Link::Owner {
   void on_event(const std::shared_ptr<Link>& link, Frame&& frame);
   void relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::uint64_t sender);
   void hand_over(std::vector<RemoteEvent>&& events);
+  // send() and send_packed(); `args` (when known) is what self-delivery hands over.
+  void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload,
+                    const EventArgs* args);
   RemoteEvent notice(const char* event, const Hello& hello, const std::string& reason, std::uint64_t lost) const;
   Dest* find_dest_locked(const Hello& hello, const std::string& dial_address);
   std::vector<std::string> missing_locked() const;

@@ -13,7 +13,11 @@ using json = nlohmann::json;
 
 class Reader {
  public:
-  Reader(std::span<const std::uint8_t> bytes, std::size_t max_depth) : bytes_(bytes), max_depth_(max_depth) {}
+  // `build`: false checks and skips values without building them (every value is json null).
+  Reader(std::span<const std::uint8_t> bytes, std::size_t max_depth, bool build = true, std::size_t pos = 0)
+      : bytes_(bytes), max_depth_(max_depth), build_(build), pos_(pos) {}
+
+  std::size_t position() const noexcept { return pos_; }
 
   json value(std::size_t depth) {
     const std::uint8_t b = byte();
@@ -118,6 +122,10 @@ class Reader {
 
   std::string string(std::uint64_t n) {
     need(n);
+    if (!build_) {
+      pos_ += static_cast<std::size_t>(n);
+      return {};
+    }
     std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), static_cast<std::size_t>(n));
     pos_ += static_cast<std::size_t>(n);
     return s;
@@ -127,6 +135,9 @@ class Reader {
     need(n);
     const auto* p = bytes_.data() + pos_;
     pos_ += static_cast<std::size_t>(n);
+    if (!build_) {
+      return {};
+    }
     return json::binary(std::vector<std::uint8_t>(p, p + n));
   }
 
@@ -135,6 +146,9 @@ class Reader {
     need(n);
     const auto* p = bytes_.data() + pos_;
     pos_ += static_cast<std::size_t>(n);
+    if (!build_) {
+      return {};
+    }
     return json::binary(std::vector<std::uint8_t>(p, p + n), subtype);
   }
 
@@ -147,6 +161,12 @@ class Reader {
   json array(std::uint64_t n, std::size_t depth) {
     deeper(depth);
     need(n);  // every element takes at least one byte: no reservation beyond the input
+    if (!build_) {
+      for (std::uint64_t i = 0; i < n; ++i) {
+        value(depth + 1);
+      }
+      return {};
+    }
     json out = json::array();
     out.get_ref<json::array_t&>().reserve(static_cast<std::size_t>(n));
     for (std::uint64_t i = 0; i < n; ++i) {
@@ -158,8 +178,7 @@ class Reader {
   json map(std::uint64_t n, std::size_t depth) {
     deeper(depth);
     need(2 * n);
-    json out = json::object();
-    auto& object = out.get_ref<json::object_t&>();
+    json out = build_ ? json::object() : json();
     for (std::uint64_t i = 0; i < n; ++i) {
       const std::uint8_t k = byte();
       std::uint64_t len = 0;
@@ -175,14 +194,19 @@ class Reader {
         fail("a map key that is not a string");
       }
       std::string key = string(len);
-      object[std::move(key)] = value(depth + 1);
+      if (build_) {
+        out.get_ref<json::object_t&>()[std::move(key)] = value(depth + 1);
+      } else {
+        value(depth + 1);
+      }
     }
     return out;
   }
 
   std::span<const std::uint8_t> bytes_;
   std::size_t max_depth_;
-  std::size_t pos_ = 0;
+  bool build_;
+  std::size_t pos_;
 };
 
 }  // namespace
@@ -192,6 +216,12 @@ json read_msgpack(std::span<const std::uint8_t> bytes, std::size_t max_depth) {
   json out = reader.value(0);
   reader.finish();
   return out;
+}
+
+std::size_t skip_msgpack(std::span<const std::uint8_t> bytes, std::size_t pos, std::size_t max_depth) {
+  Reader reader(bytes, max_depth, false, pos);
+  reader.value(0);
+  return reader.position();
 }
 
 }  // namespace ditask::detail::mesh

@@ -19,4 +19,8 @@ namespace ditask::detail::mesh {
 /// than `max_depth`).
 DITASK_API nlohmann::json read_msgpack(std::span<const std::uint8_t> bytes, std::size_t max_depth);
 
+/// Checks the one MessagePack value starting at `pos` by the rules of read_msgpack, without
+/// building it; returns the offset just past it. Errors: as read_msgpack.
+DITASK_API std::size_t skip_msgpack(std::span<const std::uint8_t> bytes, std::size_t pos, std::size_t max_depth);
+
 }  // namespace ditask::detail::mesh

@@ -220,9 +220,9 @@ TEST_CASE("mesh: two nodes become ready, events arrive once and in order, and ar
   auto got = p.in_b.wait_for("n", kEvents);
   REQUIRE(got.size() == kEvents);
   for (int i = 0; i < kEvents; ++i) {
-    REQUIRE(got[static_cast<std::size_t>(i)].args.get<int>(0) == i);
+    REQUIRE(got[static_cast<std::size_t>(i)].unpacked().get<int>(0) == i);
   }
-  CHECK(got[0].args.named().get<std::string>("tag") == "x");
+  CHECK(got[0].unpacked().named().get<std::string>("tag") == "x");
   p.a->shutdown();  // waits for the acknowledgements
   const auto stats = p.a->stats();
   CHECK(stats.sent == kEvents);
@@ -242,8 +242,8 @@ TEST_CASE("mesh: events a peer never acknowledged are counted as lost when it le
   p.b->shutdown();  // its handlers never finished: nothing was acknowledged
   auto left = p.in_a.wait_for("ditask.peer_left", 1);
   REQUIRE(left.size() == 1);
-  CHECK(left[0].args.named().get<std::string>("reason") == "bye");
-  CHECK(left[0].args.named().get<std::uint64_t>("lost") == 7);
+  CHECK(left[0].unpacked().named().get<std::string>("reason") == "bye");
+  CHECK(left[0].unpacked().named().get<std::uint64_t>("lost") == 7);
   CHECK(p.a->stats().lost == 7);
 }
 
@@ -300,7 +300,7 @@ TEST_CASE("mesh: events for an expected peer that has not joined yet wait for it
   b.start();
   auto got = in_b.wait_for("early", 3);
   REQUIRE(got.size() == 3);
-  CHECK(got[2].args.get<int>(0) == 2);
+  CHECK(got[2].unpacked().get<int>(0) == 2);
   a.shutdown();
   b.shutdown();
   in_a.clear();
