@@ -31,10 +31,12 @@
 #   big      K (2000) one-way 1 MiB events, GB/s. Target: ratio >= 0.7.
 #   fanout   K (200000) 64-byte events from node 0 to 7 peers (8 workers), events/s reaching
 #            all 7, and delivered/sent. Target: 100% delivered.
-#   ready    the whole command with N (8, 32) workers whose entry returns right after start()
-#            (mesh ready), against fork+exec of N raw peers that connect a full TCP mesh; also
-#            the time from the start until the last worker printed that its mesh was ready.
-#            Target: ratio <= 2 at N=32.
+#   ready    N (8, 32) workers whose entry returns right after start() (mesh ready): the time
+#            from the start of the command until the last worker printed that its mesh was
+#            ready (the issue's figure), against the whole command of fork+exec of N raw peers
+#            that connect a full TCP mesh and exit. Target: ratio <= 2 at N=32. Also reported,
+#            without a target, as "ready+exit": ditask's whole command (its workers then stop:
+#            finish barrier, acknowledgements, bye) against the same raw command.
 #   rss      VmRSS (kB) of an idle worker after start() with 2 peers (largest of the 3), against
 #            the raw mesh peer's.
 # Every figure prints one JSON line (ditask, baseline from the same run, ratio, target, met),
@@ -397,10 +399,11 @@ measure_ready() {
   done
   echo "raw runs (us): ${b[*]}"
   echo "ditask runs (us): ${d[*]}; start -> all ready (us): ${all[*]}"
+  F_DITASK[$key]=$(ms "$(_median "${all[@]}")") F_BASE[$key]=$(ms "$(_median "${b[@]}")")
+  F_EXTRA[$key]=$(printf '"ditask_whole_command_ms":%s' "$(ms "$(_median "${d[@]}")")")
+  F_FAILED[$key]=0
+  key="ready_cmd_$n"
   F_DITASK[$key]=$(ms "$(_median "${d[@]}")") F_BASE[$key]=$(ms "$(_median "${b[@]}")")
-  F_EXTRA[$key]=$(printf '"ditask_start_to_all_ready_ms":%s' "$(ms "$(_median "${all[@]}")")")
-  F_NOTE[$key]="ditask, from the start of the command until its last worker was ready:"
-  F_NOTE[$key]+=" $(ms "$(_median "${all[@]}")") ms"
   F_FAILED[$key]=0
 }
 
@@ -546,7 +549,9 @@ mesh_main() {
     else
       add_figure "ready_$n" "ready N=$n" tcp ms -
     fi
-    mesh_step "ready N=$n: whole command, raw mesh and ditask, $RUNS_TEXT" measure_ready "$n"
+    add_figure "ready_cmd_$n" "ready+exit N=$n" tcp ms -
+    mesh_step "ready N=$n: start to last worker ready, and whole commands, raw mesh and ditask, $RUNS_TEXT" \
+      measure_ready "$n"
   done
   add_figure rss "idle RSS, 2 peers" tcp kB -
   mesh_step "idle RSS with 2 peers, raw and ditask, $RUNS_TEXT" measure_rss

@@ -19,7 +19,17 @@ EventBus::EventBus(ErrorSink sink) : sink_(std::move(sink)) {}
 EventBus::~EventBus() { stop(); }
 
 void EventBus::start() {
-  thread_ = std::thread([this] { dispatch_loop(); });
+  std::lock_guard lock(mutex_);
+  started_ = true;
+}
+
+void EventBus::queued_locked() {
+  ++posted_;
+  // The dispatcher is started by the first event that needs it: a worker that never handles an
+  // event (or only holds early ones) never pays for the thread.
+  if (started_ && !stopping_ && !thread_.joinable()) {
+    thread_ = std::thread([this] { dispatch_loop(); });
+  }
 }
 
 void EventBus::stop() noexcept {
@@ -76,7 +86,7 @@ void EventBus::release_parked_locked(const std::string& event) {
     parked_count_ -= 1;
     parked_bytes_ -= job.parked_bytes;
     queue_.push_back(std::move(job));
-    ++posted_;
+    queued_locked();
   }
   parked_.erase(it);
   queued_.notify_one();
@@ -104,6 +114,7 @@ void EventBus::drop_parked(std::vector<Job>& jobs) noexcept {
 void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
   std::vector<std::pair<std::shared_ptr<Receipt>, RemoteEvent*>> held;
   std::vector<RemoteEvent*> refused;
+  bool queued = false;
   {
     std::lock_guard lock(mutex_);
     for (auto& e : events) {
@@ -133,10 +144,13 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
       }
       queue_.push_back(Job{std::move(e.event), std::move(e.args), std::move(e.packed), std::move(e.receipt), e.seq,
                            e.bytes});
-      ++posted_;
+      queued_locked();
+      queued = true;
     }
   }
-  queued_.notify_one();
+  if (queued) {  // a held event needs no dispatcher (waking it for nothing costs two switches)
+    queued_.notify_one();
+  }
   for (auto& [receipt, e] : held) {
     if (receipt) {
       receipt->done(e->seq, e->bytes, true);  // held by the process: acknowledged
@@ -221,7 +235,7 @@ bool EventBus::post(std::string event, EventArgs args) {
       return false;
     }
     queue_.push_back(Job{std::move(event), std::move(args), std::nullopt});
-    ++posted_;
+    queued_locked();
   }
   queued_.notify_one();
   return true;

@@ -45,7 +45,7 @@ class DITASK_API EventBus : public std::enable_shared_from_this<EventBus> {
   EventBus(const EventBus&) = delete;
   EventBus& operator=(const EventBus&) = delete;
 
-  /// Starts the dispatcher thread.
+  /// Lets events run: the dispatcher thread starts with the first queued event.
   void start();
   /// Runs what is queued, joins the dispatcher, drops every handler and aborts every waiter.
   void stop() noexcept;
@@ -100,6 +100,7 @@ class DITASK_API EventBus : public std::enable_shared_from_this<EventBus> {
   };
 
   void dispatch_loop();
+  void queued_locked();  // after a push onto queue_: counts it, starts the dispatcher if needed
   void dispatch(const Job& job);
   void abort_all_waiters_locked();
   void release_parked_locked(const std::string& event);
@@ -116,6 +117,7 @@ class DITASK_API EventBus : public std::enable_shared_from_this<EventBus> {
   std::uint64_t next_id_ = 1;        // guarded by mutex_
   std::uint64_t posted_ = 0;         // guarded by mutex_
   std::uint64_t dispatched_ = 0;     // guarded by mutex_
+  bool started_ = false;             // guarded by mutex_: start() was called
   bool stopping_ = false;            // guarded by mutex_
   bool abort_ = false;               // guarded by mutex_
   bool finished_ = false;            // guarded by mutex_: the dispatcher loop has ended

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "connection.hpp"
 
+#include <utility>
+
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -12,7 +14,10 @@ namespace ditask::detail::mesh {
 namespace asio = boost::asio;
 
 namespace {
-constexpr std::size_t kReadChunk = 256 * 1024;
+// The read buffer starts small (heap memory, no mmap/munmap per connection: a job of N workers
+// has N*(N-1) of them) and grows while reads fill it (a stream of events).
+constexpr std::size_t kFirstReadChunk = 16 * 1024;
+constexpr std::size_t kMaxReadChunk = 256 * 1024;
 constexpr std::size_t kMaxBatchFrames = 4096;
 constexpr std::size_t kMaxBatchBytes = 4u << 20;
 constexpr std::size_t kStageBelow = 16 * 1024;  // payloads up to this size are copied, not shared
@@ -20,22 +25,60 @@ constexpr std::size_t kFramesChunk = 256 * 1024;  // a run of copied frames grow
 constexpr std::size_t kSpareBuffers = 4;
 }  // namespace
 
+ReadBufferPool::ReadBufferPool(std::size_t count, std::size_t size)
+    : size_(size), block_(new std::uint8_t[count * size]) {  // not zeroed: untouched pages cost nothing
+  free_.reserve(count);
+  for (std::size_t i = count; i > 0; --i) {
+    free_.push_back(block_.get() + (i - 1) * size);
+  }
+}
+
+std::uint8_t* ReadBufferPool::take() {
+  std::lock_guard lock(mutex_);
+  if (free_.empty()) {
+    return nullptr;
+  }
+  auto* buffer = free_.back();
+  free_.pop_back();
+  return buffer;
+}
+
+void ReadBufferPool::give_back(std::uint8_t* buffer) {
+  std::lock_guard lock(mutex_);
+  free_.push_back(buffer);
+}
+
 Link::Link(Socket socket, std::string peer, bool dialled, Owner& owner, std::size_t max_frame_bytes,
-           std::size_t queue_bytes, std::chrono::milliseconds hello_timeout)
+           std::size_t queue_bytes, std::chrono::milliseconds hello_timeout,
+           std::shared_ptr<ReadBufferPool> read_buffers)
     : socket_(std::move(socket)),
       dialled_(dialled),
       owner_(owner),
       hello_timer_(socket_.get_executor()),
       linger_timer_(socket_.get_executor()),
       decoder_(max_frame_bytes),
-      read_buffer_(new std::uint8_t[kReadChunk]),  // not zeroed: untouched pages cost nothing
+      read_pool_(std::move(read_buffers)),
+      read_capacity_(kFirstReadChunk),
       queue_bytes_(queue_bytes),
       inbound_limit_(queue_bytes),
       peer_name_(std::move(peer)) {
   hello_timer_.expires_after(hello_timeout);
+  if (read_pool_ && read_pool_->size() == kFirstReadChunk) {
+    pooled_read_ = read_pool_->take();
+  }
+  if (pooled_read_ == nullptr) {
+    own_read_.reset(new std::uint8_t[kFirstReadChunk]);  // not zeroed
+  }
+  read_buffer_ = pooled_read_ ? pooled_read_ : own_read_.get();
 }
 
-Link::~Link() = default;
+Link::~Link() {
+  if (pooled_read_ != nullptr) {
+    read_pool_->give_back(pooled_read_);
+  }
+}
+
+std::size_t Link::first_read_bytes() noexcept { return kFirstReadChunk; }
 
 std::string Link::peer() const {
   std::lock_guard lock(mutex_);
@@ -80,7 +123,7 @@ void Link::read_more() {
     read_paused_ = false;
   }
   reading_ = true;
-  socket_.async_read_some(asio::buffer(read_buffer_.get(), kReadChunk),
+  socket_.async_read_some(asio::buffer(read_buffer_, read_capacity_),
                           [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
                             self->on_read(ec, n);
                           });
@@ -103,7 +146,15 @@ void Link::on_read(const boost::system::error_code& ec, std::size_t n) {
     }
     return;
   }
-  auto result = decoder_.feed(std::span<const std::uint8_t>(read_buffer_.get(), n));
+  auto result = decoder_.feed(std::span<const std::uint8_t>(read_buffer_, n));
+  if (n == read_capacity_ && read_capacity_ < kMaxReadChunk) {
+    read_capacity_ *= 4;
+    own_read_.reset(new std::uint8_t[read_capacity_]);
+    read_buffer_ = own_read_.get();
+    if (pooled_read_ != nullptr) {
+      read_pool_->give_back(std::exchange(pooled_read_, nullptr));
+    }
+  }
   auto self = shared_from_this();
   for (auto& frame : result.frames) {
     if (frame.type == FrameType::ack) {

@@ -83,6 +83,27 @@ class Deadline {
   std::optional<std::chrono::steady_clock::time_point> at_;
 };
 
+/// The first read buffers of a mesh's links, carved from one block allocated by the thread that
+/// builds the mesh: N links then cost one allocation instead of N on the io thread (whose malloc
+/// arena grows a few pages, one mprotect, at a time). A link whose reads fill its buffer moves
+/// to a larger one of its own. Thread: any.
+class DITASK_API ReadBufferPool {
+ public:
+  /// `count` buffers of `size` bytes.
+  ReadBufferPool(std::size_t count, std::size_t size);
+  /// A free buffer of size() bytes, or nullptr when every one is taken.
+  std::uint8_t* take();
+  /// Returns a buffer that take() gave.
+  void give_back(std::uint8_t* buffer);
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  std::size_t size_;
+  std::unique_ptr<std::uint8_t[]> block_;
+  std::mutex mutex_;
+  std::vector<std::uint8_t*> free_;  // guarded by mutex_
+};
+
 /// What Link::send_event did.
 enum class SendResult { queued, dropped, timed_out, closed };
 
@@ -111,10 +132,14 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
 
   /// `peer` names the other side in log lines until its hello arrives.
   Link(Socket socket, std::string peer, bool dialled, Owner& owner, std::size_t max_frame_bytes,
-       std::size_t queue_bytes, std::chrono::milliseconds hello_timeout);
+       std::size_t queue_bytes, std::chrono::milliseconds hello_timeout,
+       std::shared_ptr<ReadBufferPool> read_buffers = nullptr);
   ~Link() override;
   Link(const Link&) = delete;
   Link& operator=(const Link&) = delete;
+
+  /// The size of a link's first read buffer (what a ReadBufferPool for links must hand out).
+  static std::size_t first_read_bytes() noexcept;
 
   /// Starts reading and the hello timer. Thread: io.
   void start();
@@ -200,7 +225,11 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   boost::asio::steady_timer hello_timer_;
   boost::asio::steady_timer linger_timer_;
   FrameDecoder decoder_;
-  std::unique_ptr<std::uint8_t[]> read_buffer_;
+  std::shared_ptr<ReadBufferPool> read_pool_;
+  std::uint8_t* pooled_read_ = nullptr;           // io thread: from read_pool_, or null
+  std::unique_ptr<std::uint8_t[]> own_read_;      // io thread: when not pooled
+  std::uint8_t* read_buffer_ = nullptr;           // io thread: one of the two
+  std::size_t read_capacity_;                     // io thread
   const std::size_t queue_bytes_;
   const std::size_t inbound_limit_;
 

@@ -129,6 +129,8 @@ Mesh::Mesh(MeshSettings settings) : settings_(std::move(settings)), acceptor_(io
       dests_.push_back(std::move(d));
     }
   }
+  // Every expected peer, and a few more for reconnects and strangers, from one block.
+  read_buffers_ = std::make_shared<ReadBufferPool>(dests_.size() + 4, Link::first_read_bytes());
 }
 
 Mesh::~Mesh() { shutdown(); }
@@ -224,7 +226,7 @@ void Mesh::accept_next() {
       return;
     }
     const std::string peer = describe_peer(socket.native_handle());
-    start_link(std::move(socket), peer, false, "");
+    start_link(std::move(socket), peer, false, "", settings_.listen.starts_with("tcp://"));
     accept_next();
   });
 }
@@ -279,7 +281,8 @@ void Mesh::connect_to(std::size_t i, const std::string& address, std::vector<gen
       }
       return;
     }
-    start_link(std::move(*socket), address, true, address);
+    const bool tcp = endpoints[k].protocol().family() != AF_UNIX;
+    start_link(std::move(*socket), address, true, address, tcp);
   });
 }
 
@@ -306,13 +309,13 @@ void Mesh::dial_failed(std::size_t i, const std::string& why) {
   });
 }
 
-void Mesh::start_link(Socket socket, std::string peer, bool dialled, std::string dial_address) {
+void Mesh::start_link(Socket socket, std::string peer, bool dialled, std::string dial_address, bool tcp) {
   boost::system::error_code ignored;
-  if (socket.local_endpoint(ignored).protocol().family() != AF_UNIX) {
+  if (tcp) {
     socket.set_option(asio::ip::tcp::no_delay(true), ignored);
   }
   auto link = std::make_shared<Link>(std::move(socket), std::move(peer), dialled, *this, settings_.max_frame_bytes,
-                                     settings_.send_queue_bytes, settings_.hello_timeout);
+                                     settings_.send_queue_bytes, settings_.hello_timeout, read_buffers_);
   link->dial_address = std::move(dial_address);
   if (!settings_.token.empty()) {  // the nonce is only the token's challenge
     link->own_nonce = make_nonce();
@@ -325,6 +328,13 @@ void Mesh::start_link(Socket socket, std::string peer, bool dialled, std::string
     links_.push_back(link);
   }
   link->start();
+  if (link->own_nonce.empty()) {  // the same hello for every peer: encoded once
+    if (!own_hello_body_) {
+      own_hello_body_ = control_body(encode_hello(own_hello_));
+    }
+    link->send_control(FrameType::hello, own_hello_body_);
+    return;
+  }
   Hello hello = own_hello_;
   hello.nonce = link->own_nonce;
   link->send_control(FrameType::hello, control_body(encode_hello(hello)));
@@ -400,7 +410,7 @@ void Mesh::refuse(const std::shared_ptr<Link>& link, const std::string& why, boo
       }
     }
   }
-  changed_.notify_all();
+  ready_changed_.notify_all();
   link->leave(why, "refused", kRefuseLinger, permanent);
 }
 
@@ -541,8 +551,11 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
         other.joined_ever = true;
       }
     }
+    if (ready_locked()) {
+      ready_changed_.notify_all();
+    }
   }
-  changed_.notify_all();
+  room_changed_.notify_all();
   DITASK_LOG(info, "mesh") << link->peer() << " joined (attempt " << h.attempt << ")";
   hand_over({notice(events::peer_joined, h, "", 0)});
 }
@@ -660,8 +673,10 @@ void Mesh::on_read_batch_end(const std::shared_ptr<Link>& link) {
       if (auto j = joined_.find(link->hello->node_id); j != joined_.end() && j->second.link == link) {
         j->second.finished = true;
       }
+      if (all_finished_locked()) {
+        finish_changed_.notify_all();
+      }
     }
-    changed_.notify_all();
   }
 }
 
@@ -739,8 +754,17 @@ void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reaso
         redial_why = d.last_error.empty() ? reason : d.last_error;
       }
     }
+    if (refused_locked()) {
+      ready_changed_.notify_all();
+    }
+    if (all_finished_locked()) {
+      finish_changed_.notify_all();
+    }
+    if (links_.empty()) {
+      links_changed_.notify_all();
+    }
   }
-  changed_.notify_all();
+  room_changed_.notify_all();
   if (left) {
     hand_over({std::move(*left)});
   }
@@ -802,14 +826,11 @@ std::vector<std::string> Mesh::missing_locked() const {
 void Mesh::wait_ready() {
   const auto deadline = std::chrono::steady_clock::now() + settings_.startup_timeout;
   std::unique_lock lock(mutex_);
-  const auto refused = [&] {
-    return std::any_of(dests_.begin(), dests_.end(),
-                       [](const Dest& d) { return d.required && !d.joined_ever && !d.permanent_error.empty(); });
-  };
-  if (changed_.wait_until(lock, deadline, [&] { return ready_locked() || refused(); }) && ready_locked()) {
+  if (ready_changed_.wait_until(lock, deadline, [&] { return ready_locked() || refused_locked(); }) &&
+      ready_locked()) {
     return;
   }
-  if (refused()) {
+  if (refused_locked()) {
     std::vector<std::string> refusals;
     for (const auto& d : dests_) {
       if (d.required && !d.joined_ever && !d.permanent_error.empty()) {
@@ -896,7 +917,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
           ++dropped_;
           continue;
         }
-        if (!changed_.wait_until(lock, deadline.at(), room)) {
+        if (!room_changed_.wait_until(lock, deadline.at(), room)) {
           throw Error("event '" + std::string(event) + "' waited " + seconds_text(settings_.send_timeout) +
                           " for " + (d->node ? "node " + std::to_string(*d->node) : d->address) +
                           ", which has not joined yet",
@@ -953,9 +974,16 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
 
 bool Mesh::wait_peers_finished(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, timeout, [&] {
-    return std::all_of(joined_.begin(), joined_.end(), [](const auto& j) { return j.second.finished; });
-  });
+  return finish_changed_.wait_for(lock, timeout, [&] { return all_finished_locked(); });
+}
+
+bool Mesh::all_finished_locked() const {
+  return std::all_of(joined_.begin(), joined_.end(), [](const auto& j) { return j.second.finished; });
+}
+
+bool Mesh::refused_locked() const {
+  return std::any_of(dests_.begin(), dests_.end(),
+                     [](const Dest& d) { return d.required && !d.joined_ever && !d.permanent_error.empty(); });
 }
 
 std::vector<PeerInfo> Mesh::peers() const {
@@ -1005,7 +1033,7 @@ void Mesh::shutdown(bool failed) noexcept {
   }
   {
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, kByeLinger + std::chrono::milliseconds(500), [&] { return links_.empty(); });
+    links_changed_.wait_for(lock, kByeLinger + std::chrono::milliseconds(500), [&] { return links_.empty(); });
   }
   asio::post(io_, [this] {
     boost::system::error_code ignored;

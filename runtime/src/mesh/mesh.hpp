@@ -118,7 +118,7 @@ class DITASK_API Mesh final : public Link::Owner {
   void connect_to(std::size_t dest_index, const std::string& address,
                   std::vector<boost::asio::generic::stream_protocol::endpoint> endpoints, std::size_t k);
   void dial_failed(std::size_t dest_index, const std::string& why);
-  void start_link(Socket socket, std::string peer, bool dialled, std::string dial_address);
+  void start_link(Socket socket, std::string peer, bool dialled, std::string dial_address, bool tcp);
   void on_hello(const std::shared_ptr<Link>& link, const Frame& frame);
   void on_auth(const std::shared_ptr<Link>& link, const Frame& frame);
   void refuse(const std::shared_ptr<Link>& link, const std::string& why, bool permanent = false);
@@ -135,12 +135,16 @@ class DITASK_API Mesh final : public Link::Owner {
   /// "node N (address)", or the address while the node id is unknown.
   static std::string name_of(const Dest& d);
   bool ready_locked() const;
+  bool refused_locked() const;       // an expected peer can never join
+  bool all_finished_locked() const;  // every joined peer sent its own finish
   bool is_hub() const noexcept;
   /// True the first time `what` is asked about (keeps repeated refusals out of the log).
   bool first_time(const std::string& what);
 
   const MeshSettings settings_;
   Hello own_hello_;
+  std::shared_ptr<ReadBufferPool> read_buffers_;  // set by the constructor
+  BodyPtr own_hello_body_;  // io thread: own_hello_ encoded, for links without a nonce
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   boost::asio::basic_socket_acceptor<boost::asio::generic::stream_protocol> acceptor_;
@@ -149,7 +153,12 @@ class DITASK_API Mesh final : public Link::Owner {
   bool self_delivery_ = false;
 
   mutable std::mutex mutex_;            // guards the fields down to shut_down_
-  std::condition_variable changed_;     // joins, leaves, closes
+  // One per kind of wait, each told only when its wait may be over: a woken thread that goes
+  // back to sleep costs two context switches, times every peer joining or leaving.
+  std::condition_variable ready_changed_;   // ready, or a peer can never join (wait_ready)
+  std::condition_variable room_changed_;    // an early queue emptied (send)
+  std::condition_variable finish_changed_;  // every joined peer finished (wait_peers_finished)
+  std::condition_variable links_changed_;   // no link left (shutdown)
   std::deque<Dest> dests_;              // a deque: Dest pointers survive push_back
   std::map<std::int64_t, Joined> joined_;
   std::vector<std::shared_ptr<Link>> links_;  // every open link

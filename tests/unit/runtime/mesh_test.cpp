@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -412,4 +413,23 @@ TEST_CASE("mesh: settings come from the contract and DITASK_PLAN, and bad values
   bad_dial.attach_to = {"udp://127.0.0.1:1"};
   CHECK_THAT(error_of([&] { mesh::mesh_settings(bad_dial, nullptr, nullptr); }).what(),
              Catch::Contains("bad mesh address 'udp://127.0.0.1:1'"));
+}
+
+TEST_CASE("mesh: the read buffer pool hands out distinct buffers until it is empty, and takes them back",
+          "[mesh]") {
+  mesh::ReadBufferPool pool(3, 1024);
+  CHECK(pool.size() == 1024);
+  std::vector<std::uint8_t*> taken;
+  for (int i = 0; i < 3; ++i) {
+    auto* b = pool.take();
+    REQUIRE(b != nullptr);
+    taken.push_back(b);
+  }
+  CHECK(pool.take() == nullptr);  // a link then allocates its own
+  std::sort(taken.begin(), taken.end());
+  CHECK(taken[1] - taken[0] >= 1024);  // no two overlap
+  CHECK(taken[2] - taken[1] >= 1024);
+  pool.give_back(taken[1]);
+  CHECK(pool.take() == taken[1]);
+  CHECK(pool.take() == nullptr);
 }
