@@ -11,6 +11,7 @@
 #include "cli.hpp"
 #include "ditask/error.hpp"
 #include "ditask/launcher/launch.hpp"
+#include "ditask/launcher/worker_guard.hpp"
 #include "ditask/runtime/log.hpp"
 #include "ditask/runtime/worker.hpp"
 
@@ -33,6 +34,7 @@ std::string plugins_dir(const std::string& exe) {
 int run(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "--worker") {
+    ditask::launcher::die_with_launcher();
     return ditask::worker_main(argc, argv);
   }
   if (mode == "--probe" && argc == 4) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "ditask/launcher/parallel.hpp"
+#include "ditask/launcher/worker_guard.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -90,6 +91,7 @@ int Runner::operator()(const std::function<void()>& main_fn) const {
   auto argv = own_argv();
   std::vector<std::string> args(argv.size() > 1 ? argv.begin() + 1 : argv.end(), argv.end());
   if (Parallel::in_worker()) {
+    launcher::die_with_launcher();
     return run_worker(args, [&main_fn](const WorkerEnv&) { return main_fn; });
   }
   const std::string exe = own_exe();

@@ -7,6 +7,5 @@
 // (keep the order above)
 #include <boost/process/v2/environment.hpp>
 #include <boost/process/v2/posix/default_launcher.hpp>
-#include <boost/process/v2/posix/fork_and_forget_launcher.hpp>
 #include <boost/process/v2/process.hpp>
 #include <boost/process/v2/stdio.hpp>

@@ -19,11 +19,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/writable_pipe.hpp>
 
-#include "child_setup_posix.hpp"
 #include "ditask/launcher/group_signal.hpp"
 #include "ditask/runtime/log.hpp"
 #include "output.hpp"
 #include "process_v2.hpp"
+#include "spawn_posix.hpp"
 #include "summary.hpp"
 
 namespace ditask::launcher {
@@ -182,6 +182,7 @@ void Supervisor::spawn(Worker& w) {
   }
   env.push_back("DITASK_ATTEMPT=" + std::to_string(w.attempt));
   env.push_back("DITASK_LISTEN_FD=" + std::to_string(kListenFd));
+  env.push_back("DITASK_LAUNCHER_PID=" + std::to_string(::getpid()));
   ++w.generation;
   w.out = std::make_shared<Stream>(ctx_, STDOUT_FILENO);
   w.err = std::make_shared<Stream>(ctx_, STDERR_FILENO);
@@ -210,13 +211,10 @@ void Supervisor::spawn(Worker& w) {
   w.exited = false;
   w.alive = true;
   try {
-    // fork_and_forget: the default launcher blocks until the child has exec'd, which
-    // serialises every worker's exec behind the launcher (40 ms for 32 workers here). An exec
-    // failure is reported by ChildSetup on the worker's stderr and ends the child with code 1.
-    bp::posix::fork_and_forget_launcher launcher;
-    w.process = std::make_unique<bp::process>(
-        launcher(ctx_, command_.exe, command_.args, bp::process_stdio{nullptr, out_w, err_w},
-                 bp::process_environment(env), ChildSetup{::getpid(), sockets_.fd(w.index)}));
+    // posix_spawn, not fork: see spawn_posix.hpp. Boost.Process only waits for it.
+    const pid_t pid = spawn_worker(SpawnRequest{command_.exe, command_.args, std::move(env), out_w.native_handle(),
+                                                err_w.native_handle(), sockets_.fd(w.index)});
+    w.process = std::make_unique<bp::process>(ctx_.get_executor(), pid);
   } catch (const std::exception& e) {
     w.output->line(STDERR_FILENO, std::string("ditask: error: cannot start worker: ") + e.what());
     w.alive = false;
