@@ -21,12 +21,19 @@ EventBus::~EventBus() { stop(); }
 void EventBus::start() {
   std::lock_guard lock(mutex_);
   started_ = true;
+  if (!queue_.empty()) {  // queued before start(): they run now
+    start_dispatcher_locked();
+  }
 }
 
 void EventBus::queued_locked() {
   ++posted_;
-  // The dispatcher is started by the first event that needs it: a worker that never handles an
-  // event (or only holds early ones) never pays for the thread.
+  start_dispatcher_locked();
+}
+
+void EventBus::start_dispatcher_locked() {
+  // Started by the first event that needs it: a worker that never handles an event (or only
+  // holds early ones) never pays for the thread.
   if (started_ && !stopping_ && !thread_.joinable()) {
     thread_ = std::thread([this] { dispatch_loop(); });
   }

@@ -101,6 +101,7 @@ class DITASK_API EventBus : public std::enable_shared_from_this<EventBus> {
 
   void dispatch_loop();
   void queued_locked();  // after a push onto queue_: counts it, starts the dispatcher if needed
+  void start_dispatcher_locked();
   void dispatch(const Job& job);
   void abort_all_waiters_locked();
   void release_parked_locked(const std::string& event);
