@@ -72,6 +72,19 @@ std::string seconds_text(std::chrono::milliseconds ms) {
   return text;
 }
 
+// What peer_left says of a joined peer whose link closed for `reason` (which is for people).
+std::string leave_reason(const std::string& reason) {
+  if (reason == "bye" || reason == "replaced" || reason == "failed") {
+    return reason;
+  }
+  // This node closed it for breaking the protocol (Link: bad frame; Mesh: malformed event,
+  // second hello, ...).
+  if (reason == "refused" || reason.starts_with("bad frame") || reason == "a malformed event") {
+    return "refused";
+  }
+  return "connection lost";
+}
+
 BodyPtr control_body(std::vector<std::uint8_t> payload) {
   auto body = std::make_shared<Body>();
   body->payload = std::move(payload);
@@ -727,8 +740,7 @@ void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reaso
       const std::int64_t node = link->hello->node_id;
       if (auto it = joined_.find(node); it != joined_.end() && it->second.link == link) {
         joined_.erase(it);
-        const std::string why =
-            reason == "bye" || reason == "replaced" || reason == "failed" ? reason : "connection lost";
+        const std::string why = leave_reason(reason);
         left = notice(events::peer_left, *link->hello, why, lost);
         if (lost > 0 || why != "bye") {
           DITASK_LOG(warn, "mesh") << link->peer() << " left (" << reason << "); " << lost

@@ -433,3 +433,48 @@ TEST_CASE("mesh: the read buffer pool hands out distinct buffers until it is emp
   CHECK(pool.take() == taken[1]);
   CHECK(pool.take() == nullptr);
 }
+
+namespace {
+
+/// A raw TCP client of `address` (tcp://127.0.0.1:P) that says hello as node `node_id`.
+int join_raw(const std::string& address, std::int64_t node_id) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in in{};
+  in.sin_family = AF_INET;
+  in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  in.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&in), sizeof in) == 0);
+  mesh::Hello h;
+  h.run_id = "unit";
+  h.node_id = node_id;
+  h.attempt = 2;
+  h.instance = 42;
+  h.max_frame_bytes = 1 << 20;
+  h.listen = "tcp://127.0.0.1:1";
+  const auto hello = mesh::encode(mesh::Frame{mesh::FrameType::hello, 0, 0, 0, "", mesh::encode_hello(h)});
+  REQUIRE(::write(fd, hello.data(), hello.size()) == static_cast<ssize_t>(hello.size()));
+  return fd;
+}
+
+}  // namespace
+
+TEST_CASE("mesh: a joined peer that breaks the protocol leaves with reason 'refused'", "[mesh]") {
+  const std::vector<Listener> nodes{tcp_listener()};
+  Inbox inbox(true);
+  mesh::Mesh m(settings_for(0, nodes));
+  m.attach(inbox.sink());
+  m.start();
+  const int fd = join_raw(nodes[0].address, 7);
+  REQUIRE(inbox.wait_for("ditask.peer_joined", 1).size() == 1);
+  const std::string garbage(64, 'x');  // not a frame: bad magic
+  REQUIRE(::write(fd, garbage.data(), garbage.size()) == static_cast<ssize_t>(garbage.size()));
+  const auto left = inbox.wait_for("ditask.peer_left", 1);
+  REQUIRE(left.size() == 1);
+  const auto kwargs = left[0].unpacked().named();
+  CHECK(kwargs.get<std::int64_t>("node_id") == 7);
+  CHECK(kwargs.get<std::int64_t>("attempt") == 2);
+  CHECK(kwargs.get<std::string>("reason") == "refused");
+  ::close(fd);
+  m.shutdown();
+  inbox.clear();
+}
