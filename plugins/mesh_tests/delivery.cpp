@@ -216,10 +216,13 @@ DITASK_MAIN(burst) {
 // sync=1: spokes emit only after the hub's "all_joined" (sent once both spokes joined it), so
 // every relay happens between joined peers. late_ms=N: node 2 starts its task N ms late, so
 // node 1's hello reaches the hub before node 2 has joined it (a gap, not a synchronisation).
+// direct=1 (with relay=1): each spoke also sends the other one "direct_from"(self) with
+// emit_to_node, which only the hub can carry, and waits for the other's.
 DITASK_MAIN(star) {
   auto& task = ditask::task();
   const Params params;
   const bool relay = params.num("relay", 0) != 0;
+  const bool direct = params.num("direct", 0) != 0;
   const bool sync = params.num("sync", 0) != 0;
   const auto late = std::chrono::milliseconds(params.num("late_ms", 0));
   struct State {
@@ -227,6 +230,7 @@ DITASK_MAIN(star) {
     std::string at_hub_done;
     std::int64_t spokes_done = 0;
     bool all_joined = false;
+    std::set<std::int64_t> direct_from;
   };
   Shared<State> state;
   if (node_id() == 2) {
@@ -241,6 +245,8 @@ DITASK_MAIN(star) {
   });
   task.on("spoke_done", [&state]() { state.update([](auto& s) { ++s.spokes_done; }); });
   task.on("all_joined", [&state]() { state.update([](auto& s) { s.all_joined = true; }); });
+  task.on("direct_from",
+          [&state](std::int64_t from) { state.update([&](auto& s) { s.direct_from.insert(from); }); });
   if (self == 0) {
     task.emit_remote("all_joined");  // start() returned: both spokes have joined the hub
   } else if (sync) {
@@ -254,16 +260,20 @@ DITASK_MAIN(star) {
     state.wait([](const auto& s) { return s.spokes_done >= 2; }, "both spokes' done");
   } else {
     const std::int64_t other = self == 1 ? 2 : 1;
+    if (direct) {
+      task.emit_to_node(other, "direct_from", self);
+    }
     state.wait(
         [&](const auto& s) {
-          return !s.at_hub_done.empty() && (!relay || s.heard.count(other) == 1);
+          return !s.at_hub_done.empty() && (!relay || s.heard.count(other) == 1) &&
+                 (!direct || s.direct_from.count(other) == 1);
         },
         relay ? "hub_done and the other spoke's relayed hello" : "hub_done");
     task.emit_to_node(0, "spoke_done");
   }
   const auto s = state.get();
   result("heard=" + joined(s.heard) + (s.at_hub_done.empty() ? "" : " " + s.at_hub_done) +
-         " peers=" + peers_text());
+         (direct ? " direct=" + joined(s.direct_from) : "") + " peers=" + peers_text());
 }
 
 // SIGKILL under --auto-recover (3 workers): node 1 prints "READY attempt=0 pid=<pid>" and waits

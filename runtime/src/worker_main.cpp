@@ -150,17 +150,21 @@ std::string one_line(std::string text) {
 
 int call_entry(const std::function<void()>& entry, const std::string& name) {
   std::string failure;
+  std::string hint;
   try {
     entry();
     return 0;
+  } catch (const Error& e) {  // the runtime's own errors say what to do next
+    failure = e.what();
+    hint = e.hint();
   } catch (const std::exception& e) {
     failure = e.what();
   } catch (...) {
     failure = "unknown exception";
   }
   flush_output();  // the module's own output comes before the verdict
-  detail::write_all(STDERR_FILENO,
-                    "ditask: error: entry '" + name + "' failed: " + one_line(failure) + "\n");
+  detail::write_all(STDERR_FILENO, "ditask: error: entry '" + name + "' failed: " + one_line(failure) + "\n" +
+                                       (hint.empty() ? "" : "ditask: hint: " + one_line(hint) + "\n"));
   return 1;
 }
 

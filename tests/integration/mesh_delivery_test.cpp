@@ -99,6 +99,29 @@ TEST_CASE("mesh: star with --relay: the hub relays spoke events to the other spo
   CHECK(field(result_of(r.out, 2), "peers") == "0@0");
 }
 
+TEST_CASE("mesh: star with --relay: emit_to_node reaches the other spoke through the hub, and only it",
+          "[mesh][integration][delivery]") {
+  auto r = run_ditask(
+      mesh_args("star", 3, {"--topology", "star", "--relay", "--", "relay=1", "sync=1", "direct=1"}), 30s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(field(result_of(r.out, 1), "direct") == "2");
+  CHECK(field(result_of(r.out, 2), "direct") == "1");
+  // The hub forwards it without handling it itself.
+  CHECK(result_of(r.out, 0) == "heard=1,2 direct= peers=1@0,2@0");
+}
+
+TEST_CASE("mesh: star without --relay: emit_to_node to the other spoke is an error naming the peers",
+          "[mesh][integration][delivery]") {
+  auto r = run_ditask(mesh_args("star", 3, {"--topology", "star", "--", "sync=1", "direct=1"}), 30s);
+  INFO(describe(r));
+  CHECK(r.exit_code != 0);
+  // Whichever spoke fails first stops the job (the other may be stopped before its own emit).
+  CHECK_THAT(r.err, Catch::Contains(" is not a peer of node "));
+  CHECK_THAT(r.err, Catch::Contains("ditask: hint: connected peers: 0; spokes of a star reach each other only "
+                                     "through a relaying hub (--relay)"));
+}
+
 TEST_CASE("mesh: star with --relay: an event emitted before the other spoke joined reaches it",
           "[mesh][integration][delivery]") {
   // Node 2 starts 300 ms late, so node 1's hello usually reaches the hub before node 2 joined

@@ -50,6 +50,9 @@ inline constexpr std::size_t kMaxPayloadBytes = 0xFFFF'FFFF;
 enum class FrameType : std::uint8_t { hello = 1, event = 2, bye = 3, ack = 4, ping = 5, auth = 6 };
 /// Flag bit: an event a star hub relays for its original sender (header sender = that sender).
 inline constexpr std::uint16_t kFlagRelayed = 1;
+/// Topic prefix of a spoke's event for one other spoke of a relaying star:
+/// `relay.<node id>/task.<event>`; the hub strips it and forwards the event to that node only.
+inline constexpr const char* kRelayPrefix = "relay.";
 
 /// One decoded (or to-be-encoded) frame.
 struct Frame {

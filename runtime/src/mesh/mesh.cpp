@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
 #include <cstdio>
 #include <random>
 
@@ -149,6 +151,21 @@ Mesh::Mesh(MeshSettings settings) : settings_(std::move(settings)), acceptor_(io
 Mesh::~Mesh() { shutdown(); }
 
 bool Mesh::is_hub() const noexcept { return settings_.topology == "star" && settings_.local_id == 0; }
+
+std::optional<std::int64_t> Mesh::relay_hub_for(std::int64_t node) const {
+  if (!settings_.relay || settings_.topology != "star" || is_hub() || node == settings_.node_id) {
+    return std::nullopt;
+  }
+  std::optional<std::int64_t> hub;
+  bool in_job = false;
+  for (const auto& n : settings_.local_nodes) {
+    hub = n.local_id == 0 ? std::optional(n.node_id) : hub;
+    in_job = in_job || n.node_id == node;
+  }
+  std::lock_guard lock(mutex_);
+  const bool direct = std::any_of(dests_.begin(), dests_.end(), [&](const Dest& d) { return d.node == node; });
+  return in_job && !direct ? hub : std::nullopt;
+}
 
 void Mesh::open_listener() {
   boost::system::error_code ec;
@@ -598,6 +615,11 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     return;
   }
   ++received_;
+  if (frame.topic.starts_with(kRelayPrefix) && settings_.relay && is_hub() && (frame.flags & kFlagRelayed) == 0) {
+    if (!relay_to_one(link, frame)) {
+      return;  // forwarded (or counted as dropped): not this node's event
+    }
+  }
   if (!frame.topic.starts_with("task.")) {
     DITASK_LOG(debug, "mesh") << "ignoring topic '" << frame.topic << "' from " << link->peer();
     link->done(frame.seq, bytes, false);
@@ -629,6 +651,53 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   e.seq = frame.seq;
   e.bytes = bytes;
   batches_[link.get()].push_back(std::move(e));
+}
+
+bool Mesh::relay_to_one(const std::shared_ptr<Link>& from, Frame& frame) {
+  // "relay.<node>/task.<event>": a spoke's emit_to_node for another spoke.
+  const std::size_t bytes = frame.topic.size() + frame.payload.size();  // what the link counted in
+  const auto slash = frame.topic.find('/');
+  std::int64_t node = -1;
+  const char* digits = frame.topic.data() + std::strlen(kRelayPrefix);
+  const char* end = frame.topic.data() + (slash == std::string::npos ? 0 : slash);
+  if (slash == std::string::npos || std::from_chars(digits, end, node).ptr != end) {
+    return true;  // not a relay topic after all: the task. check below ignores it
+  }
+  frame.topic.erase(0, slash + 1);
+  if (node == settings_.node_id) {
+    return true;  // for the hub itself: an ordinary event from here on
+  }
+  auto body = std::make_shared<Body>(Body{frame.topic, std::move(frame.payload)});
+  std::shared_ptr<Link> to;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto j = joined_.find(node); j != joined_.end()) {
+      to = j->second.link;
+    } else {
+      for (auto& d : dests_) {  // a spoke that has not joined yet gets it after its hello
+        if (d.node == node && !d.joined_ever && d.early_bytes + body->size() <= settings_.send_queue_bytes) {
+          d.early.push_back(Link::Pending{body, frame.sender, kFlagRelayed});
+          d.early_bytes += body->size();
+          ++sent_;
+          from->done(frame.seq, bytes, true);
+          return false;
+        }
+      }
+    }
+  }
+  OutgoingEvent out(body);
+  Deadline now(std::chrono::milliseconds(0));
+  if (!to || body->size() > to->hello->max_frame_bytes ||
+      to->send_event(out, frame.sender, kFlagRelayed, true, now) != SendResult::queued) {
+    ++dropped_;
+    DITASK_LOG(warn, "mesh") << "relay dropped an event from node " << frame.sender << " for node " << node
+                             << " (" << dropped_.load() << " dropped so far): "
+                             << (to ? "its send queue is full or the event too large" : "it is not connected");
+  } else {
+    ++sent_;
+  }
+  from->done(frame.seq, bytes, true);  // the hub's part is done: forwarded, or counted as dropped
+  return false;
 }
 
 void Mesh::relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::uint64_t sender) {
@@ -868,13 +937,19 @@ void Mesh::send_packed(const SendTarget& target, std::string_view event, std::sp
 
 void Mesh::send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload,
                         const EventArgs* args) {
+  // A spoke of a relaying star reaches another spoke through the hub, which strips the prefix.
+  const std::optional<std::int64_t> hub = target.node ? relay_hub_for(*target.node) : std::nullopt;
   std::string topic;
-  topic.reserve(5 + event.size());
+  topic.reserve(5 + event.size() + (hub ? 24 : 0));
+  if (hub) {
+    topic.append(kRelayPrefix).append(std::to_string(*target.node)).append("/");
+  }
   topic.append("task.").append(event);
   OutgoingEvent out(topic, payload);
   const std::size_t size = out.size();
   Deadline deadline(settings_.send_timeout);
   const bool to_self = self_delivery_ && (!target.node || *target.node == settings_.node_id) && target.label.empty();
+  const std::optional<std::int64_t> want = hub ? hub : target.node;
   // On the stack for the usual handful of peers: send() is emit's hot path.
   boost::container::small_vector<std::shared_ptr<Link>, 8> links;
   {
@@ -882,7 +957,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
     boost::container::small_vector<Dest*, 8> early;
     bool found = false;
     for (auto& d : dests_) {
-      if (target.node && d.node != target.node) {
+      if (want && d.node != want) {
         continue;
       }
       if (d.link) {
@@ -904,9 +979,13 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
         connected.push_back(std::to_string(node));
       }
       const std::string known = join(connected);
+      std::string hint = known.empty() ? "no peer is connected" : "connected peers: " + known;
+      if (settings_.topology == "star" && !settings_.relay && !is_hub()) {
+        hint += "; spokes of a star reach each other only through a relaying hub (--relay)";
+      }
       throw Error("node " + std::to_string(*target.node) + " is not a peer of node " +
                       std::to_string(settings_.node_id),
-                  known.empty() ? "no peer is connected" : "connected peers: " + known);
+                  hint);
     }
     for (const auto& link : links) {
       const auto limit = link->hello->max_frame_bytes;

@@ -126,6 +126,11 @@ class DITASK_API Mesh final : public Link::Owner {
   void on_event(const std::shared_ptr<Link>& link, Frame&& frame);
   void relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::uint64_t sender);
   void hand_over(std::vector<RemoteEvent>&& events);
+  // A spoke's emit_to_node for another spoke of a relaying star: the hub to send it through, or
+  // nullopt (not relayed: a direct peer, no relay, or a node outside this launcher's job).
+  std::optional<std::int64_t> relay_hub_for(std::int64_t node) const;
+  // Hub: forwards a "relay.<node>/..." event to that spoke; false when it was not for this node.
+  bool relay_to_one(const std::shared_ptr<Link>& from, Frame& frame);
   // send() and send_packed(); `args` (when known) is what self-delivery hands over.
   void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload,
                     const EventArgs* args);
