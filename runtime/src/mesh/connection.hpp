@@ -24,85 +24,13 @@
 #include "../remote_event.hpp"
 #include "frame.hpp"
 #include "hello.hpp"
+#include "outgoing_event.hpp"
+#include "read_buffer_pool.hpp"
 
 namespace ditask::detail::mesh {
 
 using Socket = boost::asio::generic::stream_protocol::socket;
 
-/// Topic and payload of one frame, shared (never copied) by the copies sent to several peers.
-struct Body {
-  std::string topic;
-  std::vector<std::uint8_t> payload;
-  /// Topic + payload bytes.
-  std::size_t size() const noexcept { return topic.size() + payload.size(); }
-};
-using BodyPtr = std::shared_ptr<const Body>;
-
-/// One event on its way to one or more links: its topic and payload bytes, and, made on first
-/// need and then shared by every link it goes to, a Body holding them (large payloads are written
-/// from it; small ones are copied into each link's queue and need none).
-class OutgoingEvent {
- public:
-  /// Refers to `topic` and `payload`, which must outlive this object.
-  OutgoingEvent(std::string_view topic, std::span<const std::uint8_t> payload) : topic_(topic), payload_(payload) {}
-  /// An event that already has its Body.
-  explicit OutgoingEvent(BodyPtr body)
-      : topic_(body->topic), payload_(body->payload), body_(std::move(body)) {}
-  std::string_view topic() const noexcept { return topic_; }
-  std::span<const std::uint8_t> payload() const noexcept { return payload_; }
-  /// Topic + payload bytes.
-  std::size_t size() const noexcept { return topic_.size() + payload_.size(); }
-  /// The shared Body (copies the bytes on the first call).
-  const BodyPtr& body() {
-    if (!body_) {
-      body_ = std::make_shared<Body>(Body{std::string(topic_), {payload_.begin(), payload_.end()}});
-    }
-    return body_;
-  }
-
- private:
-  std::string_view topic_;
-  std::span<const std::uint8_t> payload_;
-  BodyPtr body_;
-};
-
-/// A send deadline that reads the clock only when someone has to wait.
-class Deadline {
- public:
-  explicit Deadline(std::chrono::milliseconds timeout) : timeout_(timeout) {}
-  /// Now + the timeout, fixed by the first call.
-  std::chrono::steady_clock::time_point at() {
-    if (!at_) {
-      at_ = std::chrono::steady_clock::now() + timeout_;
-    }
-    return *at_;
-  }
-
- private:
-  std::chrono::milliseconds timeout_;
-  std::optional<std::chrono::steady_clock::time_point> at_;
-};
-
-/// The first read buffers of a mesh's links, carved from one block allocated by the thread that
-/// builds the mesh: N links then cost one allocation instead of N on the io thread (whose malloc
-/// arena grows a few pages, one mprotect, at a time). A link whose reads fill its buffer moves
-/// to a larger one of its own. Thread: any.
-class DITASK_API ReadBufferPool {
- public:
-  /// `count` buffers of `size` bytes.
-  ReadBufferPool(std::size_t count, std::size_t size);
-  /// A free buffer of size() bytes, or nullptr when every one is taken.
-  std::uint8_t* take();
-  /// Returns a buffer that take() gave.
-  void give_back(std::uint8_t* buffer);
-  std::size_t size() const noexcept { return size_; }
-
- private:
-  std::size_t size_;
-  std::unique_ptr<std::uint8_t[]> block_;
-  std::mutex mutex_;
-  std::vector<std::uint8_t*> free_;  // guarded by mutex_
-};
 
 /// What Link::send_event did.
 enum class SendResult { queued, dropped, timed_out, closed };

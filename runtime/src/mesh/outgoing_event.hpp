@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// An event frame's bytes on their way to the links it is sent to, and the deadline of a send.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ditask::detail::mesh {
+
+/// Topic and payload of one frame, shared (never copied) by the copies sent to several peers.
+struct Body {
+  std::string topic;
+  std::vector<std::uint8_t> payload;
+  /// Topic + payload bytes.
+  std::size_t size() const noexcept { return topic.size() + payload.size(); }
+};
+using BodyPtr = std::shared_ptr<const Body>;
+
+/// One event on its way to one or more links: its topic and payload bytes, and, made on first
+/// need and then shared by every link it goes to, a Body holding them (large payloads are written
+/// from it; small ones are copied into each link's queue and need none).
+class OutgoingEvent {
+ public:
+  /// Refers to `topic` and `payload`, which must outlive this object.
+  OutgoingEvent(std::string_view topic, std::span<const std::uint8_t> payload) : topic_(topic), payload_(payload) {}
+  /// An event that already has its Body.
+  explicit OutgoingEvent(BodyPtr body)
+      : topic_(body->topic), payload_(body->payload), body_(std::move(body)) {}
+  std::string_view topic() const noexcept { return topic_; }
+  std::span<const std::uint8_t> payload() const noexcept { return payload_; }
+  /// Topic + payload bytes.
+  std::size_t size() const noexcept { return topic_.size() + payload_.size(); }
+  /// The shared Body (copies the bytes on the first call).
+  const BodyPtr& body() {
+    if (!body_) {
+      body_ = std::make_shared<Body>(Body{std::string(topic_), {payload_.begin(), payload_.end()}});
+    }
+    return body_;
+  }
+
+ private:
+  std::string_view topic_;
+  std::span<const std::uint8_t> payload_;
+  BodyPtr body_;
+};
+
+/// A send deadline that reads the clock only when someone has to wait.
+class Deadline {
+ public:
+  explicit Deadline(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  /// Now + the timeout, fixed by the first call.
+  std::chrono::steady_clock::time_point at() {
+    if (!at_) {
+      at_ = std::chrono::steady_clock::now() + timeout_;
+    }
+    return *at_;
+  }
+
+ private:
+  std::chrono::milliseconds timeout_;
+  std::optional<std::chrono::steady_clock::time_point> at_;
+};
+
+}  // namespace ditask::detail::mesh
