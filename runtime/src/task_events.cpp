@@ -9,13 +9,33 @@
 namespace ditask {
 namespace {
 
-[[noreturn]] void throw_not_a_worker(std::string_view event, std::int64_t node_id) {
-  throw Error("cannot emit '" + std::string(event) + "' to node " + std::to_string(node_id) +
-                  ": this process is not a ditask worker",
-              "run it with ditask --package ... --parallel-workers N");
+// Where emit_to_node (`node_id`) or emit_to_label (`label_pattern`) sends; nullopt without a mesh
+// for a label (no peer matches). Errors: ditask::Error for a node when this is not a worker.
+std::optional<detail::mesh::SendTarget> target_of(bool has_mesh, std::optional<std::int64_t> node_id,
+                                                  std::string_view label_pattern, std::string_view event) {
+  if (!has_mesh) {
+    if (node_id) {
+      throw Error("cannot emit '" + std::string(event) + "' to node " + std::to_string(*node_id) +
+                      ": this process is not a ditask worker",
+                  "run it with ditask --package ... --parallel-workers N");
+    }
+    return std::nullopt;
+  }
+  detail::mesh::SendTarget target;
+  target.node = node_id;
+  target.label = std::string(label_pattern);
+  return target;
 }
 
 }  // namespace
+
+Task::Impl::Live Task::Impl::live_for_emit() {
+  Live l = live();
+  if (!l.bus->on_dispatcher_thread()) {
+    rethrow_handler_error();
+  }
+  return l;
+}
 
 Task::Impl::Live Task::Impl::live() const {
   std::lock_guard lock(mutex);
@@ -57,10 +77,7 @@ std::size_t Task::handler_count(std::string_view event) const {
 }
 
 void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
-  auto [bus, mesh] = impl_->live();
-  if (!bus->on_dispatcher_thread()) {
-    impl_->rethrow_handler_error();
-  }
+  auto [bus, mesh] = impl_->live_for_emit();
   if (scope != Scope::only_local && mesh) {
     mesh->send(detail::mesh::SendTarget::all(), event, args);
   }
@@ -79,10 +96,7 @@ std::vector<std::uint8_t>& detail::pack_buffer() {
 
 void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wire, Scope scope,
                      std::optional<EventArgs> local) {
-  auto [bus, mesh] = impl_->live();
-  if (!bus->on_dispatcher_thread()) {
-    impl_->rethrow_handler_error();
-  }
+  auto [bus, mesh] = impl_->live_for_emit();
   if (scope != Scope::only_local && mesh) {
     mesh->send_packed(detail::mesh::SendTarget::all(), event, wire);
   }
@@ -93,38 +107,18 @@ void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wi
 
 void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, const std::vector<std::uint8_t>& wire) {
-  auto [bus, mesh] = impl_->live();
-  if (!bus->on_dispatcher_thread()) {
-    impl_->rethrow_handler_error();
+  auto [bus, mesh] = impl_->live_for_emit();
+  if (auto target = target_of(mesh != nullptr, node_id, label_pattern, event)) {
+    mesh->send_packed(*target, event, wire);
   }
-  if (!mesh) {
-    if (node_id) {
-      throw_not_a_worker(event, *node_id);
-    }
-    return;
-  }
-  detail::mesh::SendTarget target;
-  target.node = node_id;
-  target.label = std::string(label_pattern);
-  mesh->send_packed(target, event, wire);
 }
 
 void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, EventArgs args) {
-  auto [bus, mesh] = impl_->live();
-  if (!bus->on_dispatcher_thread()) {
-    impl_->rethrow_handler_error();
+  auto [bus, mesh] = impl_->live_for_emit();
+  if (auto target = target_of(mesh != nullptr, node_id, label_pattern, event)) {
+    mesh->send(*target, event, args);
   }
-  if (!mesh) {
-    if (node_id) {
-      throw_not_a_worker(event, *node_id);
-    }
-    return;
-  }
-  detail::mesh::SendTarget target;
-  target.node = node_id;
-  target.label = std::string(label_pattern);
-  mesh->send(target, event, args);
 }
 
 void Task::post_local(std::string_view event, EventArgs args) {
