@@ -674,66 +674,74 @@ bool Mesh::relay_to_one(const std::shared_ptr<Link>& from, Frame& frame) {
     if (auto j = joined_.find(node); j != joined_.end()) {
       to = j->second.link;
     } else {
-      for (auto& d : dests_) {  // a spoke that has not joined yet gets it after its hello
-        if (d.node == node && !d.joined_ever && d.early_bytes + body->size() <= settings_.send_queue_bytes) {
-          d.early.push_back(Link::Pending{body, frame.sender, kFlagRelayed});
-          d.early_bytes += body->size();
-          ++sent_;
-          from->done(frame.seq, bytes, true);
-          return false;
-        }
+      const auto d = std::find_if(dests_.begin(), dests_.end(), [&](const Dest& x) { return x.node == node; });
+      if (d != dests_.end() && !d->joined_ever) {
+        hold_relayed_locked(*d, body, frame.sender);
+      } else {
+        relay_dropped("node " + std::to_string(node), "it is not connected");
       }
     }
   }
-  OutgoingEvent out(body);
-  Deadline now(std::chrono::milliseconds(0));
-  if (!to || body->size() > to->hello->max_frame_bytes ||
-      to->send_event(out, frame.sender, kFlagRelayed, true, now) != SendResult::queued) {
-    ++dropped_;
-    DITASK_LOG(warn, "mesh") << "relay dropped an event from node " << frame.sender << " for node " << node
-                             << " (" << dropped_.load() << " dropped so far): "
-                             << (to ? "its send queue is full or the event too large" : "it is not connected");
-  } else {
-    ++sent_;
+  if (to) {
+    forward_relayed(to, body, frame.sender);
   }
-  from->done(frame.seq, bytes, true);  // the hub's part is done: forwarded, or counted as dropped
+  from->done(frame.seq, bytes, true);  // the hub's part is done: forwarded, held, or counted as dropped
   return false;
 }
 
 void Mesh::relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::uint64_t sender) {
-  std::vector<std::pair<std::shared_ptr<Link>, std::uint64_t>> to;
+  std::vector<std::shared_ptr<Link>> to;
   {
     std::lock_guard lock(mutex_);
     for (const auto& [node, j] : joined_) {
       if (j.link != from && static_cast<std::uint64_t>(node) != sender) {
-        to.emplace_back(j.link, j.hello.max_frame_bytes);
+        to.push_back(j.link);
       }
     }
     // A spoke that has not joined yet gets it after its hello, like any event emitted early.
     for (auto& d : dests_) {
-      if (d.joined_ever || d.link || (d.node && static_cast<std::uint64_t>(*d.node) == sender)) {
-        continue;
+      if (!d.joined_ever && !d.link && !(d.node && static_cast<std::uint64_t>(*d.node) == sender)) {
+        hold_relayed_locked(d, body, sender);
       }
-      if (d.early_bytes + body->size() > settings_.send_queue_bytes && d.early_bytes > 0) {
-        ++dropped_;
-        continue;
-      }
-      d.early.push_back(Link::Pending{body, sender, kFlagRelayed});
-      d.early_bytes += body->size();
-      ++sent_;
     }
   }
-  for (const auto& [link, limit] : to) {
-    OutgoingEvent out(body);
-    Deadline now(std::chrono::milliseconds(0));
-    if (body->size() > limit || link->send_event(out, sender, kFlagRelayed, true, now) == SendResult::dropped) {
-      if (++dropped_ % 1000 == 1) {
-        DITASK_LOG(warn, "mesh") << "relay dropped an event for " << link->peer() << " (" << dropped_.load()
-                                 << " dropped so far): its send queue is full or the event too large";
-      }
-    } else {
+  for (const auto& link : to) {
+    forward_relayed(link, body, sender);
+  }
+}
+
+void Mesh::forward_relayed(const std::shared_ptr<Link>& to, const BodyPtr& body, std::uint64_t sender) {
+  OutgoingEvent out(body);
+  Deadline now(std::chrono::milliseconds(0));
+  const SendResult result = body->size() > to->hello->max_frame_bytes
+                                ? SendResult::dropped
+                                : to->send_event(out, sender, kFlagRelayed, true, now);
+  switch (result) {
+    case SendResult::queued:
       ++sent_;
-    }
+      return;
+    case SendResult::closed:
+      ++lost_;  // as for a direct send: the spoke was just leaving
+      return;
+    default:
+      relay_dropped(to->peer(), "its send queue is full or the event too large");
+  }
+}
+
+void Mesh::hold_relayed_locked(Dest& d, const BodyPtr& body, std::uint64_t sender) {
+  if (d.early_bytes > 0 && d.early_bytes + body->size() > settings_.send_queue_bytes) {
+    relay_dropped(name_of(d), "its queue for before it joins is full");
+    return;
+  }
+  d.early.push_back(Link::Pending{body, sender, kFlagRelayed});
+  d.early_bytes += body->size();
+  ++sent_;
+}
+
+void Mesh::relay_dropped(const std::string& whom, const char* why) {
+  if (++dropped_ % 1000 == 1) {  // counted always, logged the first time and then every 1000th
+    DITASK_LOG(warn, "mesh") << "relay dropped an event for " << whom << " (" << dropped_.load()
+                             << " dropped so far): " << why;
   }
 }
 

@@ -125,6 +125,13 @@ class DITASK_API Mesh final : public Link::Owner {
   void establish(const std::shared_ptr<Link>& link);
   void on_event(const std::shared_ptr<Link>& link, Frame&& frame);
   void relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::uint64_t sender);
+  // Hub: queues a relayed copy on the joined link `to` (counted sent, lost if it just closed, or
+  // dropped when its queue is full or the event too large for it). Thread: io.
+  void forward_relayed(const std::shared_ptr<Link>& to, const BodyPtr& body, std::uint64_t sender);
+  // Hub: holds a relayed copy for a spoke that has not joined yet, bounded like its early queue.
+  void hold_relayed_locked(Dest& d, const BodyPtr& body, std::uint64_t sender);
+  // Counts one event the relay dropped; logs the first and every 1000th.
+  void relay_dropped(const std::string& whom, const char* why);
   void hand_over(std::vector<RemoteEvent>&& events);
   // A spoke's emit_to_node for another spoke of a relaying star: the hub to send it through, or
   // nullopt (not relayed: a direct peer, no relay, or a node outside this launcher's job).
