@@ -305,20 +305,7 @@ DITASK_MAIN(recover_kill) {
     result("attempt=1 welcomes=" + joined(state.get().welcomes));
     return;
   }
-  task.on(ditask::events::peer_left, [&state](const ditask::Kwargs& kw) {
-    if (kw.get<std::int64_t>("node_id") == 1) {
-      state.update([&](auto& s) { s.membership.push_back(membership_text(kw, true)); });
-    }
-  });
-  task.on(ditask::events::peer_joined, [&state](const ditask::Kwargs& kw) {
-    // Its first join may be dispatched after this handler was registered: log rejoins only.
-    if (kw.get<std::int64_t>("node_id") == 1 && kw.get<std::int64_t>("attempt") >= 1) {
-      state.update([&](auto& s) {
-        s.membership.push_back(membership_text(kw, false));
-        s.rejoined = s.rejoined || kw.get<std::int64_t>("attempt") >= 1;
-      });
-    }
-  });
+  watch_node_1(task, state);
   task.on("thanks", [&state]() { state.update([](auto& s) { s.thanked = true; }); });
   say("ARMED", "node=" + std::to_string(self));
   state.wait([](const auto& s) { return s.rejoined; }, "node 1 to rejoin");

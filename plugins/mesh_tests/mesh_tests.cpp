@@ -89,26 +89,8 @@ struct RecoverState {
   std::int64_t armed = 0;
   bool greeting_1 = false;
   std::vector<std::string> membership;  // node 1's leaves and joins, in order
-  bool joined_again = false;
+  bool rejoined = false;
 };
-
-// Nodes 0 and 2 of `recover`: log node 1's membership events.
-void watch_node_1(ditask::Task& task, Shared<RecoverState>& state) {
-  task.on(ditask::events::peer_left, [&state](const ditask::Kwargs& kw) {
-    if (kw.get<std::int64_t>("node_id") == 1) {
-      state.update([&](auto& s) { s.membership.push_back(membership_text(kw, true)); });
-    }
-  });
-  task.on(ditask::events::peer_joined, [&state](const ditask::Kwargs& kw) {
-    // Its first join may be dispatched after this handler was registered: log rejoins only.
-    if (kw.get<std::int64_t>("node_id") == 1 && kw.get<std::int64_t>("attempt") >= 1) {
-      state.update([&](auto& s) {
-        s.membership.push_back(membership_text(kw, false));
-        s.joined_again = s.joined_again || kw.get<std::int64_t>("attempt") >= 1;
-      });
-    }
-  });
-}
 
 void recover_node_1(ditask::Task& task, Shared<RecoverState>& state) {
   if (attempt() == 0) {
@@ -152,10 +134,10 @@ DITASK_MAIN(recover) {
   }
   task.emit_to_node(1, "armed", self);
   if (self == 0) {
-    state.wait([](const auto& s) { return s.recovered >= 10 && s.joined_again; },
+    state.wait([](const auto& s) { return s.recovered >= 10 && s.rejoined; },
                "10 recovered_p1 greetings and node 1's rejoin");
   } else {
-    state.wait([](const auto& s) { return s.joined_again; }, "node 1 to rejoin");
+    state.wait([](const auto& s) { return s.rejoined; }, "node 1 to rejoin");
     task.emit_to_node(1, "greeting_1", std::string("from node 2"));
   }
   const auto s = state.get();

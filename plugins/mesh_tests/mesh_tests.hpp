@@ -126,6 +126,26 @@ bool is_pattern(const std::vector<std::uint8_t>& bytes, std::int64_t seed,
 /// One peer_joined / peer_left event as "node@attempt" ("1@0"), plus ":reason" for a leave.
 std::string membership_text(const ditask::Kwargs& kw, bool left);
 
+/// Logs node 1's leaves and rejoins (membership_text) in `state.membership`, in order, and sets
+/// `state.rejoined` once it joined again. Its first join may be dispatched after these handlers
+/// were registered, so joins of attempt 0 are not logged.
+template <class State>
+void watch_node_1(ditask::Task& task, Shared<State>& state) {
+  task.on(ditask::events::peer_left, [&state](const ditask::Kwargs& kw) {
+    if (kw.get<std::int64_t>("node_id") == 1) {
+      state.update([&](auto& s) { s.membership.push_back(membership_text(kw, true)); });
+    }
+  });
+  task.on(ditask::events::peer_joined, [&state](const ditask::Kwargs& kw) {
+    if (kw.get<std::int64_t>("node_id") == 1 && kw.get<std::int64_t>("attempt") >= 1) {
+      state.update([&](auto& s) {
+        s.membership.push_back(membership_text(kw, false));
+        s.rejoined = true;
+      });
+    }
+  });
+}
+
 /// "a,b,c" from a sequence of printable values.
 template <class C>
 std::string joined(const C& items, const char* sep = ",") {

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <string>
 #include <sys/types.h>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -33,6 +34,23 @@ void signal_pid(pid_t pid, int sig) { REQUIRE(::kill(pid, sig) == 0); }
 void stop_worker(pid_t pid) {
   signal_pid(pid, SIGSTOP);
   REQUIRE(wait_stopped(pid, 10s));
+}
+
+/// The `backpressure` scenario with `options` (before `--`): 1000 events of 64 KiB into a 1 MiB
+/// send queue while the receiver is stopped (it fills the kernel buffers and then the queue),
+/// then the receiver continues and the job ends.
+RunResult run_backpressure(std::vector<std::string> options) {
+  DitaskProcess p;
+  options.insert(options.end(), {"--send-queue-bytes", "1M", "--", "count=1000", "size=65536"});
+  p.start(mesh_args("backpressure", 2, options));
+  p.require_line("[node 1] READY attempt=0 pid=", 30s);
+  p.require_line("[node 0] ARMED pid=", 30s);
+  const pid_t receiver = pid_after(p, "[node 1] READY attempt=0 pid=");
+  stop_worker(receiver);
+  signal_pid(pid_after(p, "[node 0] ARMED pid="), SIGUSR1);
+  p.require_line("[node 0] BURST_DONE", 60s);
+  signal_pid(receiver, SIGCONT);
+  return p.wait(60s);
 }
 
 long number(const std::string& line, const std::string& key) {
@@ -184,19 +202,8 @@ TEST_CASE("mesh: events sent to a peer that dies unacknowledged are counted lost
 
 TEST_CASE("mesh: --send-policy drop counts every event it drops, and delivers the rest",
           "[mesh][integration][delivery]") {
-  DitaskProcess p;
-  p.start(mesh_args(
-      "backpressure", 2,
-      {"--send-policy", "drop", "--send-queue-bytes", "1M", "--", "count=1000", "size=65536"}));
-  p.require_line("[node 1] READY attempt=0 pid=", 30s);
-  p.require_line("[node 0] ARMED pid=", 30s);
-  const pid_t receiver = pid_after(p, "[node 1] READY attempt=0 pid=");
-  // A stopped receiver fills the kernel buffers and then the 1 MiB queue (62.5 MiB are emitted).
-  stop_worker(receiver);
-  signal_pid(pid_after(p, "[node 0] ARMED pid="), SIGUSR1);
-  p.require_line("[node 0] BURST_DONE", 60s);
-  signal_pid(receiver, SIGCONT);
-  auto r = p.wait(60s);
+  // 62.5 MiB are emitted into the 1 MiB queue of a stopped receiver.
+  auto r = run_backpressure({"--send-policy", "drop"});
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(tagged(r.out, 0, "EMIT_ERROR").empty());
@@ -213,18 +220,7 @@ TEST_CASE("mesh: --send-policy drop counts every event it drops, and delivers th
 
 TEST_CASE("mesh: a full send queue makes emit fail after --send-timeout, losing nothing queued",
           "[mesh][integration][delivery]") {
-  DitaskProcess p;
-  p.start(mesh_args(
-      "backpressure", 2,
-      {"--send-queue-bytes", "1M", "--send-timeout", "1", "--", "count=1000", "size=65536"}));
-  p.require_line("[node 1] READY attempt=0 pid=", 30s);
-  p.require_line("[node 0] ARMED pid=", 30s);
-  const pid_t receiver = pid_after(p, "[node 1] READY attempt=0 pid=");
-  stop_worker(receiver);
-  signal_pid(pid_after(p, "[node 0] ARMED pid="), SIGUSR1);
-  p.require_line("[node 0] BURST_DONE", 60s);
-  signal_pid(receiver, SIGCONT);
-  auto r = p.wait(60s);
+  auto r = run_backpressure({"--send-timeout", "1"});
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   const auto errors = tagged(r.out, 0, "EMIT_ERROR");
