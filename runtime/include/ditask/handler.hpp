@@ -82,6 +82,14 @@ constexpr bool last_is_kwargs() {
   }
 }
 
+/// Compile-time check that F can be a handler.
+template <class F>
+constexpr void check_handler_type() {
+  static_assert(is_typed_callable_v<F>,
+                "ditask: a handler must be a callable with concrete parameter types "
+                "(generic lambdas with 'auto' parameters cannot be matched against event arguments)");
+}
+
 /// Calls `f` (whose parameter types are Params) with the arguments of one event, converted.
 /// Errors: ditask::Error when the arity or the named arguments do not fit, or a conversion fails.
 template <class Params, class Fn>
@@ -111,9 +119,7 @@ void call_raw(Fn& f, const EventArgs& a) {
 /// last parameter of type `const Kwargs&` takes the named ones.
 template <class F>
 RawHandler make_raw_handler(F&& fn) {
-  static_assert(is_typed_callable_v<F>,
-                "ditask: a handler must be a callable with concrete parameter types "
-                "(generic lambdas with 'auto' parameters cannot be matched against event arguments)");
+  check_handler_type<F>();
   using Params = typename callable_traits<std::decay_t<F>>::params;
   if constexpr (takes_raw_args<Params>()) {
     return RawHandler(std::forward<F>(fn));
@@ -154,9 +160,7 @@ struct Handlers {
 /// make_raw_handler(fn), plus the fast path when `fn`'s parameters allow it; both share `fn`.
 template <class F>
 Handlers make_handlers(F&& fn) {
-  static_assert(is_typed_callable_v<F>,
-                "ditask: a handler must be a callable with concrete parameter types "
-                "(generic lambdas with 'auto' parameters cannot be matched against event arguments)");
+  check_handler_type<F>();
   using Params = typename callable_traits<std::decay_t<F>>::params;
   constexpr std::size_t n = std::tuple_size_v<Params>;
   if constexpr (all_unpackable<Params>(std::make_index_sequence<n>{})) {
