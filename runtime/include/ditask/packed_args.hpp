@@ -122,12 +122,8 @@ class Packer {
   void header(std::size_t n, std::uint8_t fix, std::uint8_t b16, std::uint8_t b32) {
     if (n <= 15) {
       out_.push_back(static_cast<std::uint8_t>(fix | n));
-    } else if (n <= 0xffff) {
-      out_.push_back(b16);
-      big_endian(n, 2);
     } else {
-      out_.push_back(b32);
-      big_endian(n, 4);
+      wide_length(n, b16, b32);
     }
   }
   // 8-, 16- or 32-bit length.
@@ -135,13 +131,15 @@ class Packer {
     if (n <= 0xff) {
       out_.push_back(b8);
       big_endian(n, 1);
-    } else if (n <= 0xffff) {
-      out_.push_back(b16);
-      big_endian(n, 2);
     } else {
-      out_.push_back(b32);
-      big_endian(n, 4);
+      wide_length(n, b16, b32);
     }
+  }
+  // 16- or 32-bit length.
+  void wide_length(std::size_t n, std::uint8_t b16, std::uint8_t b32) {
+    const bool short_form = n <= 0xffff;
+    out_.push_back(short_form ? b16 : b32);
+    big_endian(n, short_form ? 2 : 4);
   }
 
   std::vector<std::uint8_t>& out_;

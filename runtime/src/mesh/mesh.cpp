@@ -615,7 +615,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     return;
   }
   ++received_;
-  if (frame.topic.starts_with(kRelayPrefix) && settings_.relay && is_hub() && (frame.flags & kFlagRelayed) == 0) {
+  if (settings_.relay && is_hub() && (frame.flags & kFlagRelayed) == 0 && frame.topic.starts_with(kRelayPrefix)) {
     if (!relay_to_one(link, frame)) {
       return;  // forwarded (or counted as dropped): not this node's event
     }
