@@ -11,7 +11,7 @@ import pathlib
 import struct
 
 CORPUS = pathlib.Path(__file__).resolve().parent / "corpus"
-HELLO, EVENT, BYE, ACK, PING, AUTH = 1, 2, 3, 4, 5, 6
+HELLO, EVENT, BYE, ACK, PING, AUTH, WELCOME = 1, 2, 3, 4, 5, 6, 7
 DIRECT = b"\x80"
 
 
@@ -59,7 +59,7 @@ def pack(v):
     raise TypeError(type(v))
 
 
-def frame(kind, topic=b"", payload=b"", sender=3, seq=1, flags=0, version=1, magic=b"DTSK",
+def frame(kind, topic=b"", payload=b"", sender=3, seq=1, flags=0, version=2, magic=b"DTSK",
           reserved=0, payload_len=None):
     if isinstance(topic, str):
         topic = topic.encode()
@@ -71,7 +71,7 @@ def frame(kind, topic=b"", payload=b"", sender=3, seq=1, flags=0, version=1, mag
 
 
 def hello(**changes):
-    h = {"v": 1, "n": 3, "i": 0x1234_5678_9ABC_DEF0, "m": 1 << 20, "r": "run-1", "rx": True,
+    h = {"v": 2, "n": 3, "i": 0x1234_5678_9ABC_DEF0, "m": 1 << 20, "r": "run-1", "rx": True,
          "a": 0, "l": ["learner", "node.3"], "la": "tcp://127.0.0.1:40000", "c": "ab" * 32,
          "au": True}
     h.update(changes)
@@ -87,13 +87,14 @@ EVENT_ARGS = pack({"a": [1, -2, "x", b"\x00\xff", 0.5, None, [True]], "k": {"lr"
 SEEDS = {
     "hello_frame": b"\x7f" + frame(HELLO, payload=hello()),
     "hello_frame_bytewise": b"\x00" + frame(HELLO, payload=hello()),
-    "hello_frame_minimal": b"\x07" + frame(HELLO, payload=pack({"v": 1, "n": 0, "i": 1, "m": 1})),
+    "hello_frame_minimal": b"\x07" + frame(HELLO, payload=pack({"v": 2, "n": 0, "i": 1, "m": 1})),
     "event_frame": b"\x1f" + frame(EVENT, "task.step", EVENT_ARGS, seq=7),
     "event_frame_relayed": b"\x0f" + frame(EVENT, "task.x", EVENT_ARGS, flags=1, sender=9),
     "bye_frame": b"\x03" + frame(BYE, payload=pack({"reason": "done"})),
     "ack_frame": b"\x7f" + frame(ACK, seq=41),
     "ping_frame": b"\x05" + frame(PING),
     "auth_frame": b"\x10" + frame(AUTH, payload=b"0123456789abcdef" * 4),
+    "welcome_frame": b"\x01" + frame(WELCOME),
     "stream_hello_event_bye": b"\x07" + frame(HELLO, payload=hello()) +
                               frame(EVENT, "task.a", EVENT_ARGS, seq=1) +
                               frame(EVENT, "task.b", pack({"a": [], "k": {}}), seq=2) +
@@ -103,7 +104,7 @@ SEEDS = {
     "oversize_length": b"\x7f" + frame(EVENT, "t", b"\x80", payload_len=0xFFFF_FFFF),
     "bad_magic": b"\x7f" + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
     "unknown_type_99": b"\x7f" + frame(99, payload=b"\xc0"),
-    "bad_version": b"\x7f" + frame(PING, version=2),
+    "bad_version": b"\x7f" + frame(PING, version=1),
     "reserved_nonzero": b"\x7f" + frame(PING, reserved=0xBEEF),
     "event_garbage_payload": b"\x7f" + frame(EVENT, "task.g", b"\xc1\xff\x00\xdb\xff\xff"),
     "event_deep_nesting": b"\x7f" + frame(EVENT, "task.d", pack({"a": [deep(300)], "k": {}})),
@@ -111,7 +112,7 @@ SEEDS = {
     "direct_hello": DIRECT + hello(),
     "direct_hello_wrong_types": DIRECT + hello(n="3", i=-1, l=[1, ["x"]], au="yes"),
     "direct_hello_huge_str32": DIRECT + hello(r=Raw(b"\xdb\xff\xff\xff\xffrun")),
-    "direct_hello_duplicate_key": DIRECT + b"\x82" + pack("v") + b"\x01" + pack("v") + b"\x02",
+    "direct_hello_duplicate_key": DIRECT + b"\x82" + pack("v") + b"\x02" + pack("v") + b"\x03",
     "direct_event_args": DIRECT + EVENT_ARGS,
 }
 

@@ -123,13 +123,13 @@ inline bool wait_stopped(pid_t pid, std::chrono::milliseconds timeout) {
 /// Frame types of the wire format (README "Mesh wire format"; runtime/src/mesh/frame.hpp).
 enum class WireType : std::uint8_t { hello = 1, event = 2, unknown = 0x7f };
 
-/// A 32-byte frame header written by hand: magic "DTSK", version 1, `type`, flags 0, sender 0,
+/// A 32-byte frame header written by hand: magic "DTSK", version 2, `type`, flags 0, sender 0,
 /// sequence 0, topic length `topic_bytes`, reserved 0, payload length `payload_bytes`.
 inline std::string frame_header(WireType type, std::uint32_t payload_bytes,
                                 std::uint16_t topic_bytes = 0) {
   std::string h(32, '\0');
   h.replace(0, 4, "DTSK");
-  h[4] = 1;
+  h[4] = 2;
   h[5] = static_cast<char>(type);
   const std::uint32_t topic = topic_bytes;
   for (unsigned i = 0; i < 2; ++i) {

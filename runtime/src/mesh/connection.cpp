@@ -371,9 +371,10 @@ void Link::close(std::string reason) {
 }
 
 void Link::leave(std::string reason, std::string close_reason, std::chrono::milliseconds linger,
-                 bool permanent) {
+                 bool permanent, std::string you) {
   asio::post(socket_.get_executor(), [self = shared_from_this(), reason = std::move(reason),
-                                      close_reason = std::move(close_reason), linger, permanent]() mutable {
+                                      close_reason = std::move(close_reason), linger, permanent,
+                                      you = std::move(you)]() mutable {
     {
       std::lock_guard lock(self->mutex_);
       if (self->closed_) {
@@ -381,7 +382,7 @@ void Link::leave(std::string reason, std::string close_reason, std::chrono::mill
       }
     }
     self->leave_close_reason_ = close_reason;
-    self->send_control(FrameType::bye, std::make_shared<Body>(Body{"", encode_bye(reason, permanent)}));
+    self->send_control(FrameType::bye, std::make_shared<Body>(Body{"", encode_bye(reason, permanent, you)}));
     self->linger_timer_.expires_after(linger);
     self->linger_timer_.async_wait([self, close_reason](const boost::system::error_code& ec) {
       if (!ec) {

@@ -91,9 +91,9 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   void close(std::string reason);
   /// Sends bye{reason}, stops writing, waits (at most `linger`) for the peer to close, then closes
   /// with `close_reason`. Any thread.
-  /// `permanent` marks a refusal that retrying cannot change.
+  /// `permanent` marks a refusal that retrying cannot change; `you` words a refusal for the peer.
   void leave(std::string reason, std::string close_reason, std::chrono::milliseconds linger,
-             bool permanent = false);
+             bool permanent = false, std::string you = {});
 
   /// The receiver side of an event: its handlers ran (or it was dropped). Any thread.
   void delivered(std::uint64_t seq, std::size_t bytes) noexcept;
@@ -114,6 +114,8 @@ class DITASK_API Link final : public Receipt, public std::enable_shared_from_thi
   // Handshake state, owned by the Mesh on the io thread.
   std::optional<Hello> hello;          ///< the peer's hello
   bool proof_ok = false;               ///< the peer's token proof checked (or none needed)
+  bool accepted = false;               ///< we accepted the peer and sent our welcome
+  bool welcomed = false;               ///< the peer's welcome arrived
   std::atomic<bool> established{false};  ///< the peer joined through this link (read by shutdown)
   bool refused = false;                ///< we refused the peer
   std::string dial_address;            ///< the address dialled (dialled links)

@@ -98,7 +98,7 @@ HeaderResult decode_header(std::span<const std::uint8_t, kHeaderSize> bytes,
     return r;
   }
   if (p[5] < static_cast<std::uint8_t>(FrameType::hello) ||
-      p[5] > static_cast<std::uint8_t>(FrameType::auth)) {
+      p[5] > static_cast<std::uint8_t>(FrameType::welcome)) {
     r.error = "unknown frame type " + std::to_string(p[5]);
     return r;
   }
@@ -277,17 +277,20 @@ std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> pay
   return p;
 }
 
-std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent) {
+std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent, std::string_view you) {
   nlohmann::json j{{"reason", std::string(reason)}};
   if (permanent) {
     j["permanent"] = true;
+  }
+  if (!you.empty()) {
+    j["you"] = std::string(you);
   }
   return nlohmann::json::to_msgpack(j);
 }
 
 Bye decode_bye(std::span<const std::uint8_t> payload) {
   constexpr std::size_t kMaxReason = 1024;
-  Bye bye{"no reason given", false};
+  Bye bye{"no reason given", false, {}};
   try {
     const auto j = read_msgpack(payload, 4);
     if (j.is_object() && j.contains("reason") && j.at("reason").is_string()) {
@@ -296,6 +299,12 @@ Bye decode_bye(std::span<const std::uint8_t> payload) {
         bye.reason.resize(kMaxReason);
       }
       bye.permanent = j.contains("permanent") && j.at("permanent").is_boolean() && j.at("permanent").get<bool>();
+      if (j.contains("you") && j.at("you").is_string()) {
+        bye.you = j.at("you").get<std::string>();
+        if (bye.you.size() > kMaxReason) {
+          bye.you.resize(kMaxReason);
+        }
+      }
     }
   } catch (const std::exception&) {
   }

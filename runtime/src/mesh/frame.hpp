@@ -33,8 +33,8 @@ namespace ditask::detail::mesh {
 
 /// Size of the fixed frame header.
 inline constexpr std::size_t kHeaderSize = 32;
-/// The only wire version this build speaks.
-inline constexpr std::uint8_t kWireVersion = 1;
+/// The only wire version this build speaks (2: the welcome frame).
+inline constexpr std::uint8_t kWireVersion = 2;
 /// Longest topic a header can describe.
 inline constexpr std::size_t kMaxTopicBytes = 0xFFFF;
 /// Longest payload a header can describe (4 GiB - 1).
@@ -47,7 +47,10 @@ inline constexpr std::size_t kMaxPayloadBytes = 0xFFFF'FFFF;
 ///  ack:   seq = highest event seq the receiver has handed to its handlers; no payload.
 ///  ping:  keep-alive, no payload.
 ///  auth:  token proof (auth.hpp), payload = the proof bytes.
-enum class FrameType : std::uint8_t { hello = 1, event = 2, bye = 3, ack = 4, ping = 5, auth = 6 };
+///  welcome: this side accepted the peer (hello, token proof, node id); no payload. A link is
+///         established once each side has accepted the other and received its welcome, so a
+///         refused peer never joins, not even for a moment.
+enum class FrameType : std::uint8_t { hello = 1, event = 2, bye = 3, ack = 4, ping = 5, auth = 6, welcome = 7 };
 /// Flag bit: an event a star hub relays for its original sender (header sender = that sender).
 inline constexpr std::uint16_t kFlagRelayed = 1;
 /// Topic prefix of a spoke's event for one other spoke of a relaying star:
@@ -137,11 +140,14 @@ class DITASK_API FrameDecoder {
 
 /// A decoded bye.
 struct Bye {
-  std::string reason;
+  std::string reason;      ///< the sender's words
   bool permanent = false;  ///< a refusal that retrying cannot change (token, run id, version)
+  std::string you;         ///< a refusal worded for the receiver ("we sent no token ..."), or ""
 };
-/// The payload of a bye frame: MessagePack {"reason": reason} plus "permanent": true when set.
-DITASK_API std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent = false);
+/// The payload of a bye frame: MessagePack {"reason": reason}, plus "permanent": true when set and
+/// "you": the refusal as the receiver should word it, when not empty.
+DITASK_API std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent = false,
+                                                std::string_view you = {});
 /// A bye payload; reason "no reason given" for anything malformed (never throws for bad input).
 DITASK_API Bye decode_bye(std::span<const std::uint8_t> payload);
 

@@ -17,20 +17,6 @@ using FieldMap = std::map<std::string, json>;
 
 [[noreturn]] void malformed(const std::string& why) { throw Error("malformed hello: " + why); }
 
-/// `text` for an error line: control bytes as \xNN, cut after `max` bytes.
-std::string printable(std::string_view text, std::size_t max = 64) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (const char ch : text.substr(0, max)) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) {
-      out += {'\\', 'x', kDigits[c >> 4], kDigits[c & 0x0f]};
-    } else {
-      out += ch;
-    }
-  }
-  return text.size() > max ? out + "..." : out;
-}
 
 std::string kind(const json& v) {
   switch (v.type()) {
@@ -286,6 +272,21 @@ void check_for_encode(const Hello& h) {
 
 }  // namespace
 
+/// `text` for an error line: control bytes as \xNN, cut after `max` bytes.
+std::string printable(std::string_view text, std::size_t max) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (const char ch : text.substr(0, max)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      out += {'\\', 'x', kDigits[c >> 4], kDigits[c & 0x0f]};
+    } else {
+      out += ch;
+    }
+  }
+  return text.size() > max ? out + "..." : out;
+}
+
 std::vector<std::uint8_t> encode_hello(const Hello& hello) {
   check_for_encode(hello);
   const json j = {
@@ -339,19 +340,5 @@ Hello decode_hello(std::span<const std::uint8_t> payload) {
   return h;
 }
 
-std::optional<std::string> hello_refusal(const Hello& mine, const Hello& theirs) {
-  if (theirs.version != mine.version) {
-    return "protocol version " + std::to_string(theirs.version) + ", we speak " +
-           std::to_string(mine.version);
-  }
-  if (theirs.instance == mine.instance) {
-    return std::string("hello from ourselves");
-  }
-  if (mine.run_id_explicit && theirs.run_id_explicit && theirs.run_id != mine.run_id) {
-    return "run id '" + printable(theirs.run_id, kMaxRunIdBytes) + "' differs from ours '" +
-           printable(mine.run_id, kMaxRunIdBytes) + "'";
-  }
-  return std::nullopt;
-}
 
 }  // namespace ditask::detail::mesh

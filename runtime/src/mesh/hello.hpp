@@ -18,7 +18,7 @@
 //
 // Strings hold no control characters, so error and log lines quoting them stay one line. Unknown
 // keys are ignored (a later version may add some). A hello of another version is decoded only as
-// far as its "v", so hello_refusal can name the mismatch.
+// far as its "v", so hello_refusal (refusal.hpp) can name the mismatch.
 //
 // Pure code: no sockets, no threads. DITASK_API only makes these visible to the unit tests.
 #pragma once
@@ -29,6 +29,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ditask/export.hpp"
@@ -78,9 +79,7 @@ DITASK_API std::vector<std::uint8_t> encode_hello(const Hello& hello);
 /// Errors: ditask::Error "malformed hello: ..." (one line) for anything but a valid payload.
 DITASK_API Hello decode_hello(std::span<const std::uint8_t> payload);
 
-/// Why `mine` must refuse `theirs`, or nullopt: another wire version ("protocol version X, we
-/// speak Y"), our own instance ("hello from ourselves"), or run ids that differ while both are
-/// explicit ("run id 'a' differs from ours 'b'"). Checked in that order.
-DITASK_API std::optional<std::string> hello_refusal(const Hello& mine, const Hello& theirs);
+/// `text` for an error or log line: control bytes as \xNN, cut after `max` bytes.
+DITASK_API std::string printable(std::string_view text, std::size_t max = 64);
 
 }  // namespace ditask::detail::mesh

@@ -21,6 +21,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include "auth.hpp"
+#include "refusal.hpp"
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
 #include "ditask/runtime/suggest.hpp"
@@ -91,6 +92,13 @@ BodyPtr control_body(std::vector<std::uint8_t> payload) {
   auto body = std::make_shared<Body>();
   body->payload = std::move(payload);
   return body;
+}
+
+// Both sides of a pair may refuse each other at once (a token on one side only): keep both reasons.
+void add_reason(std::string& reasons, const std::string& reason) {
+  if (reasons.find(reason) == std::string::npos) {
+    reasons += (reasons.empty() ? "" : "; ") + reason;
+  }
 }
 
 bool labels_match(const std::set<std::string>& labels, const std::string& pattern) {
@@ -381,25 +389,33 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
     case FrameType::event:
       on_event(link, std::move(frame));
       return;
+    case FrameType::welcome:
+      link->welcomed = true;
+      if (link->accepted && !link->established) {
+        establish(link);
+      }
+      return;
     case FrameType::bye: {
       const Bye bye = decode_bye(frame.payload);
       const std::string& reason = bye.reason;
       if (!link->established) {
-        if (first_time("refused by " + link->peer() + reason)) {
-          DITASK_LOG(error, "mesh") << link->peer() << " refused this node: " << reason;
+        // The refusal in our own words, as the refusing peer worded it for us.
+        const std::string why = printable(bye.you.empty() ? reason : bye.you, 1024);
+        if (first_time("refused by " + link->peer() + why)) {
+          DITASK_LOG(error, "mesh") << link->peer() << " refused us: " << why;
         }
         if (link->dialled()) {
           std::lock_guard lock(mutex_);
           for (auto& d : dests_) {
             if (d.dial && d.address == link->dial_address) {
-              d.last_error = "it refused this node: " + reason;
+              d.last_error = "it refused us: " + why;
               if (bye.permanent) {
-                d.permanent_error = d.last_error;
+                add_reason(d.permanent_error, d.last_error);
               }
             }
           }
         }
-        link->close_here("refused by the peer: " + reason);
+        link->close_here("refused by the peer: " + why);
       } else {
         DITASK_LOG(debug, "mesh") << link->peer() << " said bye: " << reason;
         link->close_here(reason == "failed" ? "failed" : "bye");
@@ -422,31 +438,34 @@ bool Mesh::first_time(const std::string& what) {
   return true;
 }
 
-void Mesh::refuse(const std::shared_ptr<Link>& link, const std::string& why, bool permanent) {
+void Mesh::refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::optional<std::int64_t> node) {
   // A dialler retries: say it once at error level, the repeats at debug level.
-  if (first_time("refused " + link->peer() + why)) {
-    DITASK_LOG(error, "mesh") << "refused " << link->peer() << ": " << why;
+  if (first_time("refused " + link->peer() + why.ours)) {
+    DITASK_LOG(error, "mesh") << "refused " << link->peer() << ": " << why.ours;
   } else {
-    DITASK_LOG(debug, "mesh") << "refused " << link->peer() << " again: " << why;
+    DITASK_LOG(debug, "mesh") << "refused " << link->peer() << " again: " << why.ours;
   }
   link->refused = true;
   link->stop_hello_timer();
-  if (permanent && link->hello) {
+  if (!node && link->hello) {
+    node = link->hello->node_id;
+  }
+  if (why.permanent && node) {
     // An expected peer that can never join: a start() waiting for it fails now, not at the timeout.
     std::lock_guard lock(mutex_);
     for (auto& d : dests_) {
-      if (d.required && !d.joined_ever && d.node == link->hello->node_id) {
-        d.permanent_error = "this node refused it: " + why;
+      if (d.required && !d.joined_ever && d.node == node) {
+        add_reason(d.permanent_error, "we refused it: " + why.ours);
       }
     }
   }
   ready_changed_.notify_all();
-  link->leave(why, "refused", kRefuseLinger, permanent);
+  link->leave(why.ours, "refused", kRefuseLinger, why.permanent, why.theirs);
 }
 
 void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {
   if (link->hello) {
-    refuse(link, "a second hello");
+    refuse(link, refusal::second_hello());
     return;
   }
   Hello h;
@@ -461,30 +480,32 @@ void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {
   link->set_peer_name("node " + std::to_string(h.node_id) + " (" + where + ")");
   Hello mine = own_hello_;
   mine.nonce = link->own_nonce;
+  // Of a hello of another version only "v" was decoded: its node id means nothing.
+  const auto node = h.version == kWireVersion ? std::optional(h.node_id) : std::nullopt;
   if (auto why = hello_refusal(mine, h)) {
-    refuse(link, *why, true);
+    refuse(link, *why, node);
     return;
   }
   if (h.node_id == settings_.node_id) {
-    refuse(link, "duplicate node id " + std::to_string(h.node_id) + ": it is this node's own id");
+    refuse(link, refusal::own_node_id(h.node_id), node);
     return;
   }
   if (settings_.token.empty() && h.auth) {
-    refuse(link, "it requires a token and this node has none (--token or DITASK_TOKEN)", true);
+    refuse(link, refusal::token_unexpected(), node);
     return;
   }
   if (!settings_.token.empty() && !h.auth) {
-    refuse(link, "it has no token and this node requires one (--token or DITASK_TOKEN)", true);
+    refuse(link, refusal::token_missing(), node);
     return;
   }
   if (!settings_.token.empty() && h.nonce == link->own_nonce) {
-    refuse(link, "it replayed this node's nonce");
+    refuse(link, refusal::nonce_replayed(), node);
     return;
   }
   link->hello = std::move(h);
   if (settings_.token.empty()) {
     link->proof_ok = true;
-    establish(link);
+    accept(link);
     return;
   }
   if (link->dialled()) {  // the dialling side proves first; the accepting side after checking it
@@ -495,12 +516,12 @@ void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {
 
 void Mesh::on_auth(const std::shared_ptr<Link>& link, const Frame& frame) {
   if (!link->hello || settings_.token.empty() || link->proof_ok) {
-    refuse(link, "an unexpected auth frame");
+    refuse(link, refusal::unexpected_auth());
     return;
   }
   const std::string proof(frame.payload.begin(), frame.payload.end());
   if (!verify_proof(settings_.token, link->own_nonce, link->hello->nonce, link->hello->node_id, proof)) {
-    refuse(link, "wrong token", true);
+    refuse(link, refusal::wrong_token());
     return;
   }
   link->proof_ok = true;
@@ -508,7 +529,36 @@ void Mesh::on_auth(const std::shared_ptr<Link>& link, const Frame& frame) {
     const auto own = auth_proof(settings_.token, link->hello->nonce, link->own_nonce, settings_.node_id);
     link->send_control(FrameType::auth, control_body(std::vector<std::uint8_t>(own.begin(), own.end())));
   }
-  establish(link);
+  accept(link);
+}
+
+void Mesh::accept(const std::shared_ptr<Link>& link) {
+  const Hello& h = *link->hello;
+  std::optional<Refusal> refused;
+  {
+    std::lock_guard lock(mutex_);
+    // Another process that holds this node id (joined, or accepted and waiting for its welcome).
+    if (auto it = joined_.find(h.node_id); it != joined_.end() && it->second.hello.instance != h.instance &&
+                                           h.attempt <= it->second.hello.attempt) {
+      refused = refusal::duplicate_node(h.node_id, it->second.hello.attempt, it->second.hello.listen);
+    }
+    for (const auto& other : links_) {
+      if (!refused && other != link && other->accepted && !other->established && other->hello &&
+          other->hello->node_id == h.node_id && other->hello->instance != h.instance &&
+          h.attempt <= other->hello->attempt) {
+        refused = refusal::duplicate_node(h.node_id, other->hello->attempt, other->hello->listen);
+      }
+    }
+  }
+  if (refused) {
+    refuse(link, *refused, h.node_id);
+    return;
+  }
+  link->accepted = true;
+  link->send_control(FrameType::welcome, nullptr);
+  if (link->welcomed) {
+    establish(link);
+  }
 }
 
 Mesh::Dest* Mesh::find_dest_locked(const Hello& hello, const std::string& dial_address) {
@@ -524,7 +574,7 @@ Mesh::Dest* Mesh::find_dest_locked(const Hello& hello, const std::string& dial_a
 void Mesh::establish(const std::shared_ptr<Link>& link) {
   const Hello& h = *link->hello;
   std::shared_ptr<Link> old;
-  std::optional<std::string> refusal;
+  std::optional<Refusal> refused;
   {
     std::lock_guard lock(mutex_);
     if (auto it = joined_.find(h.node_id); it != joined_.end()) {
@@ -541,13 +591,12 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
         }
       } else if (h.attempt <= was.attempt) {
         old = nullptr;
-        refusal = "duplicate node id " + std::to_string(h.node_id) + ": node " + std::to_string(h.node_id) +
-                  " is already connected (attempt " + std::to_string(was.attempt) + ", " + was.listen + ")";
+        refused = refusal::duplicate_node(h.node_id, was.attempt, was.listen);
       }
     }
   }
-  if (refusal) {
-    refuse(link, *refusal);
+  if (refused) {
+    refuse(link, *refused);
     return;
   }
   if (old) {

@@ -28,6 +28,7 @@
 #include "../remote_event.hpp"
 #include "address.hpp"
 #include "connection.hpp"
+#include "refusal.hpp"
 #include "ditask/router.hpp"
 #include "settings.hpp"
 
@@ -121,7 +122,11 @@ class DITASK_API Mesh final : public Link::Owner {
   void start_link(Socket socket, std::string peer, bool dialled, std::string dial_address, bool tcp);
   void on_hello(const std::shared_ptr<Link>& link, const Frame& frame);
   void on_auth(const std::shared_ptr<Link>& link, const Frame& frame);
-  void refuse(const std::shared_ptr<Link>& link, const std::string& why, bool permanent = false);
+  // Refuses `link`'s peer (node id `node` when its hello named one) and closes it after a bye.
+  void refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::optional<std::int64_t> node = std::nullopt);
+  // Our checks passed: says welcome (or refuses a second process with the same node id); the link
+  // is established once the peer's welcome is here too.
+  void accept(const std::shared_ptr<Link>& link);
   void establish(const std::shared_ptr<Link>& link);
   void on_event(const std::shared_ptr<Link>& link, Frame&& frame);
   void relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::uint64_t sender);

@@ -111,7 +111,7 @@ TEST_CASE("the header has the documented little-endian layout", "[mesh][frame]")
                       0x0A0B0C0D0E0F1011ULL,  "ab",   Bytes{0xc0, 0xde, 0x01}};
   const Bytes expected{
       'D',  'T',  'S',  'K',                           // magic
-      0x01,                                            // version
+      0x02,                                            // version
       0x02,                                            // type: event
       0x01, 0x02,                                      // flags
       0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // sender
@@ -174,7 +174,7 @@ TEST_CASE("a two-frame stream decodes the same at every split point", "[mesh][fr
 
 TEST_CASE("the decoder names what is wrong with a bad header", "[mesh][frame]") {
   CHECK(error_of(header_with(0, 'X')) == "bad magic 0x4b535458 (not a ditask peer?)");
-  CHECK(error_of(header_with(4, 2)) == "unsupported wire version 2 (this build speaks 1)");
+  CHECK(error_of(header_with(4, 1)) == "unsupported wire version 1 (this build speaks 2)");
   CHECK(error_of(header_with(5, 99)) == "unknown frame type 99");
   CHECK(error_of(header_with(5, 0)) == "unknown frame type 0");
   CHECK(error_of(header_with(27, 1)) == "nonzero reserved header field 0x100");
@@ -199,7 +199,7 @@ TEST_CASE("an oversized frame is refused from its header alone", "[mesh][frame]"
 TEST_CASE("a decoder is poisoned after an error", "[mesh][frame]") {
   const auto good = mesh::encode(make_frame(mesh::FrameType::ping, "", {}));
   Bytes stream = good;
-  const auto bad = header_with(4, 2);
+  const auto bad = header_with(4, 1);  // another wire version
   stream.insert(stream.end(), bad.begin(), bad.end());
 
   mesh::FrameDecoder d(1024);

@@ -2,6 +2,7 @@
 // The hello payload: round trips, the wire keys, the refusal rules, and hostile input of every
 // kind (wrong types, missing keys, oversize fields, truncation, huge declared lengths, nesting).
 #include "mesh/hello.hpp"
+#include "mesh/refusal.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -110,7 +111,7 @@ TEST_CASE("hello: the payload is a map with the documented short keys", "[mesh][
 
 TEST_CASE("hello: only version, node id, instance and max frame bytes are required",
           "[mesh][hello]") {
-  const auto h = mesh::decode_hello(pack(json{{"v", 1}, {"n", 4}, {"i", 9}, {"m", 1024}}));
+  const auto h = mesh::decode_hello(pack(json{{"v", mesh::kWireVersion}, {"n", 4}, {"i", 9}, {"m", 1024}}));
   mesh::Hello expected;
   expected.node_id = 4;
   expected.instance = 9;
@@ -192,7 +193,7 @@ TEST_CASE("hello: integers out of range are refused", "[mesh][hello]") {
 
   // MessagePack int64 (0xd3) holding a positive value is a valid unsigned field.
   const Bytes signed_seven{0xd3, 0, 0, 0, 0, 0, 0, 0, 7};
-  Bytes raw = pack(json{{"v", 1}, {"n", 0}, {"i", 1}});
+  Bytes raw = pack(json{{"v", mesh::kWireVersion}, {"n", 0}, {"i", 1}});
   raw[0] = 0x84;
   raw.insert(raw.end(), {0xa1, 'm'});
   raw.insert(raw.end(), signed_seven.begin(), signed_seven.end());
@@ -323,9 +324,9 @@ TEST_CASE("hello: unknown keys are ignored whatever they hold", "[mesh][hello]")
 }
 
 TEST_CASE("hello: a hello of another version decodes only its version", "[mesh][hello]") {
-  const auto theirs = mesh::decode_hello(pack(json{{"v", 2}, {"node", "x"}}));
-  CHECK(theirs.version == 2);
-  CHECK(mesh::hello_refusal(sample(), theirs) == "protocol version 2, we speak 1");
+  const auto theirs = mesh::decode_hello(pack(json{{"v", 3}, {"node", "x"}}));
+  CHECK(theirs.version == 3);
+  CHECK(mesh::hello_refusal(sample(), theirs)->ours == "it speaks protocol version 3, we speak 2");
 }
 
 TEST_CASE("hello: huge declared lengths are refused without allocating them", "[mesh][hello]") {
@@ -412,18 +413,22 @@ TEST_CASE("hello: refusal rules", "[mesh][hello]") {
   theirs.instance = 42;
   theirs.node_id = 3;
   CHECK(mesh::hello_refusal(mine, theirs) == std::nullopt);
+  const auto ours = [&](const mesh::Hello& m) { return mesh::hello_refusal(m, theirs).value().ours; };
 
   SECTION("another wire version") {
     theirs.version = 7;
-    CHECK(mesh::hello_refusal(mine, theirs) == "protocol version 7, we speak 1");
+    CHECK(ours(mine) == "it speaks protocol version 7, we speak 2");
+    CHECK(mesh::hello_refusal(mine, theirs)->permanent);
   }
   SECTION("our own instance") {
     theirs.instance = mine.instance;
-    CHECK(mesh::hello_refusal(mine, theirs) == "hello from ourselves");
+    CHECK(ours(mine) == "a hello from ourselves");
+    CHECK_FALSE(mesh::hello_refusal(mine, theirs)->permanent);
   }
   SECTION("run ids differ and both are explicit") {
     theirs.run_id = "other";
-    CHECK(mesh::hello_refusal(mine, theirs) == "run id 'other' differs from ours 'run-2024'");
+    CHECK(ours(mine) == "its run id 'other' differs from ours 'run-2024'");
+    CHECK(mesh::hello_refusal(mine, theirs)->permanent);
   }
   SECTION("run ids differ but one is not explicit") {
     theirs.run_id = "other";
@@ -437,12 +442,44 @@ TEST_CASE("hello: refusal rules", "[mesh][hello]") {
   SECTION("the version is named first, then ourselves, then the run id") {
     theirs.run_id = "other";
     theirs.instance = mine.instance;
-    CHECK(mesh::hello_refusal(mine, theirs) == "hello from ourselves");
-    theirs.version = 2;
-    CHECK(mesh::hello_refusal(mine, theirs) == "protocol version 2, we speak 1");
+    CHECK(ours(mine) == "a hello from ourselves");
+    theirs.version = 1;
+    CHECK(ours(mine) == "it speaks protocol version 1, we speak 2");
   }
   SECTION("a run id with control characters is quoted on one line") {
     theirs.run_id = "a\nb";
-    CHECK(mesh::hello_refusal(mine, theirs) == "run id 'a\\x0ab' differs from ours 'run-2024'");
+    CHECK(ours(mine) == "its run id 'a\\x0ab' differs from ours 'run-2024'");
+  }
+}
+
+TEST_CASE("hello: each refusal is worded from each side's own point of view", "[mesh][hello]") {
+  // `ours` is what the refusing node logs, `theirs` what the refused node reads in the bye.
+  struct Case {
+    mesh::Refusal r;
+    const char* ours;
+    const char* theirs;
+    bool permanent;
+  };
+  const Case cases[] = {
+      {mesh::refusal::version(2, 1), "it speaks protocol version 2, we speak 1",
+       "we speak protocol version 2, it speaks 1", true},
+      {mesh::refusal::run_id("job-b", "job-a"), "its run id 'job-b' differs from ours 'job-a'",
+       "our run id 'job-b' differs from its run id 'job-a'", true},
+      {mesh::refusal::token_missing(), "it sent no token and we require one (--token or DITASK_TOKEN)",
+       "we sent no token and it requires one (--token or DITASK_TOKEN)", true},
+      {mesh::refusal::token_unexpected(), "it requires a token and we have none (--token or DITASK_TOKEN)",
+       "we require a token and it has none (--token or DITASK_TOKEN)", true},
+      {mesh::refusal::wrong_token(), "its token proof does not match our token (--token or DITASK_TOKEN)",
+       "our token proof does not match its token (--token or DITASK_TOKEN)", true},
+      {mesh::refusal::own_node_id(4), "duplicate node id 4: it has our own node id",
+       "duplicate node id 4: we have its own node id", false},
+      {mesh::refusal::duplicate_node(0, 1, "tcp://127.0.0.1:9"),
+       "duplicate node id 0: node 0 is already connected (attempt 1, tcp://127.0.0.1:9)",
+       "duplicate node id 0: another node 0 is already connected to it (attempt 1, tcp://127.0.0.1:9)", false},
+  };
+  for (const auto& c : cases) {
+    CHECK(c.r.ours == c.ours);
+    CHECK(c.r.theirs == c.theirs);
+    CHECK(c.r.permanent == c.permanent);
   }
 }
