@@ -143,6 +143,7 @@ void await_receivers(const Params& params) {
   };
   auto answers = std::make_shared<Answers>();
   answers->expected = static_cast<std::size_t>(peer_count());
+  task.ready();  // node 0's handlers are registered before it measures anything
   task.on("bm.ready", [answers](std::int64_t node) {
     const std::lock_guard lock(answers->mutex);
     if (answers->nodes.insert(node).second && answers->nodes.size() == answers->expected) {
@@ -164,6 +165,7 @@ void await_receivers(const Params& params) {
 void answer_probes() {
   auto& task = ditask::task();
   task.on("bm.probe", [&task] { task.emit_to_node(0, "bm.ready", self_id()); });
+  task.ready();  // every handler is registered: measured events are not kept for later ones
 }
 
 // Everyone but node 0: stays until node 0 has all it needs, so no worker leaves the mesh while a

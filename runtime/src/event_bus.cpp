@@ -9,11 +9,6 @@
 
 namespace ditask::detail {
 
-namespace {
-constexpr std::size_t kMaxParkedEvents = 65536;
-constexpr std::size_t kMaxParkedBytes = 64u << 20;
-}  // namespace
-
 EventBus::EventBus(ErrorSink sink) : sink_(std::move(sink)) {}
 
 EventBus::~EventBus() { stop(); }
@@ -26,14 +21,15 @@ void EventBus::start() {
   }
 }
 
-void EventBus::queued_locked() {
-  ++posted_;
+void EventBus::push_locked(BusJob job) {
+  job.order = ++posted_;
+  queue_.push_back(std::move(job));
   start_dispatcher_locked();
 }
 
 void EventBus::start_dispatcher_locked() {
   // Started by the first event that needs it: a worker that never handles an event (or only
-  // holds early ones) never pays for the thread.
+  // keeps early ones) never pays for the thread.
   if (started_ && !stopping_ && !thread_.joinable()) {
     thread_ = std::thread([this] { dispatch_loop(); });
   }
@@ -54,13 +50,8 @@ void EventBus::stop() noexcept {
       thread_.join();
     }
   }
-  std::vector<Job> parked;
-  {
-    std::lock_guard lock(mutex_);
-    parked = take_parked_locked();
-  }
-  drop_parked(parked);
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
+  close_window(lock);
   abort_ = true;
   abort_all_waiters_locked();
   for (auto& [event, entries] : handlers_) {
@@ -72,124 +63,131 @@ void EventBus::stop() noexcept {
 }
 
 std::uint64_t EventBus::add(std::string event, RawHandler fn, bool once, PackedHandler packed) {
-  std::lock_guard lock(mutex_);
   auto entry = std::make_shared<Entry>();
-  const std::uint64_t id = next_id_++;
-  entry->id = id;
   entry->fn = std::move(fn);
   entry->packed = std::move(packed);
   entry->once = once;
-  handlers_[event].push_back(std::move(entry));
-  release_parked_locked(event);
+  return register_entry(std::move(event), std::move(entry));
+}
+
+std::uint64_t EventBus::register_entry(std::string event, std::shared_ptr<Entry> entry) {
+  bool replayed = false;
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto state = entry->waiter.lock(); state && abort_) {
+      state->aborted = true;  // the task failed or stops: a new wait ends at once
+      return 0;
+    }
+    id = entry->id = next_id_++;
+    entry->since = posted_;  // what is queued now came before it
+    replays_.clear();
+    window_.replay_for(entry, event, replays_);
+    handlers_[std::move(event)].push_back(std::move(entry));
+    for (auto& job : replays_) {
+      push_locked(std::move(job));
+    }
+    replayed = !replays_.empty();
+    replays_.clear();
+  }
+  if (replayed) {
+    queued_.notify_one();
+  }
   return id;
 }
 
-void EventBus::release_parked_locked(const std::string& event) {
-  auto it = parked_.find(event);
-  if (it == parked_.end()) {
-    return;
-  }
-  for (auto& job : it->second) {
-    parked_count_ -= 1;
-    parked_bytes_ -= job.parked_bytes;
-    queue_.push_back(std::move(job));
-    queued_locked();
-  }
-  parked_.erase(it);
-  queued_.notify_one();
-}
-
-std::vector<EventBus::Job> EventBus::take_parked_locked() {
-  std::vector<Job> jobs;
-  jobs.reserve(parked_count_);
-  for (auto& [event, held] : parked_) {
-    jobs.insert(jobs.end(), std::make_move_iterator(held.begin()), std::make_move_iterator(held.end()));
-  }
-  parked_.clear();
-  parked_count_ = parked_bytes_ = 0;
-  return jobs;
-}
-
-void EventBus::drop_parked(std::vector<Job>& jobs) noexcept {
-  for (auto& job : jobs) {
-    if (job.receipt) {
-      job.receipt->done(job.seq, 0, false);  // acknowledged when held: this only counts it
-    }
-  }
-}
-
 void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
-  std::vector<std::pair<std::shared_ptr<Receipt>, RemoteEvent*>> held;
-  std::vector<RemoteEvent*> refused;
+  struct Told {
+    std::shared_ptr<Receipt> receipt;
+    std::uint64_t seq;
+    std::size_t bytes;
+    bool handled;
+  };
+  std::vector<Told> told;  // receipts are told outside the lock
   bool queued = false;
   {
     std::lock_guard lock(mutex_);
     for (auto& e : events) {
       if (stopping_) {
-        refused.push_back(&e);
+        told.push_back({std::move(e.receipt), e.seq, e.bytes, false});
         continue;
       }
-      if (parking_ && handlers_.find(e.event) == handlers_.end()) {
-        if (parked_count_ >= kMaxParkedEvents || parked_bytes_ + e.bytes > kMaxParkedBytes) {
-          if (!warned_park_full_) {
-            warned_park_full_ = true;
-            DITASK_LOG(warn, "events") << "more than " << kMaxParkedEvents << " events (or "
-                                       << (kMaxParkedBytes >> 20)
-                                       << " MiB) arrived before a handler for them was registered; "
-                                          "dropping the excess (register handlers before run())";
-          }
-          refused.push_back(&e);
+      // Who takes it live: registered handlers, except once handlers already given a kept event.
+      bool live = false;
+      bool once_live = false;
+      if (auto it = handlers_.find(e.event); it != handlers_.end()) {
+        for (const auto& entry : it->second) {
+          const bool taken = entry->once && entry->replayed;
+          live = live || !taken;
+          once_live = once_live || (entry->once && !taken);
+        }
+      }
+      BusJob job;
+      job.event = std::move(e.event);
+      job.args = std::move(e.args);
+      job.packed = std::move(e.packed);
+      job.receipt = std::move(e.receipt);
+      job.seq = e.seq;
+      job.bytes = e.bytes;
+      if (window_.open()) {
+        job.mark = window_.keep(job, once_live);
+        if (!job.mark && !warned_window_full_) {
+          warned_window_full_ = true;
+          DITASK_LOG(warn, "events") << "more than " << StartupWindow::kMaxEvents << " events (or "
+                                     << (StartupWindow::kMaxBytes >> 20)
+                                     << " MiB) arrived in the startup window: handlers registered from now on "
+                                        "do not see the earlier ones, and events without a handler are dropped "
+                                        "(call ditask::task().ready() once the handlers are registered)";
+        }
+        if (!live) {
+          // Kept for a later handler (acknowledged now), or dropped when the window is full.
+          told.push_back({std::move(job.receipt), job.seq, job.bytes, job.mark != nullptr});
           continue;
         }
-        ++parked_count_;
-        parked_bytes_ += e.bytes;
-        held.emplace_back(e.receipt, &e);
-        // Acknowledged (and its bytes released) now: when it runs later, the receipt only
-        // learns whether a handler saw it.
-        parked_[e.event].push_back(Job{e.event, std::move(e.args), std::move(e.packed), e.receipt, e.seq, 0, e.bytes});
-        continue;
+        if (job.mark) {
+          ++job.mark->pending;
+        }
       }
-      queue_.push_back(Job{std::move(e.event), std::move(e.args), std::move(e.packed), std::move(e.receipt), e.seq,
-                           e.bytes});
-      queued_locked();
+      push_locked(std::move(job));
       queued = true;
     }
   }
-  if (queued) {  // a held event needs no dispatcher (waking it for nothing costs two switches)
+  if (queued) {  // a kept event needs no dispatcher (waking it for nothing costs two switches)
     queued_.notify_one();
   }
-  for (auto& [receipt, e] : held) {
-    if (receipt) {
-      receipt->done(e->seq, e->bytes, true);  // held by the process: acknowledged
-    }
-  }
-  for (auto* e : refused) {
-    if (e->receipt) {
-      e->receipt->done(e->seq, e->bytes, false);
+  for (auto& t : told) {
+    if (t.receipt) {
+      t.receipt->done(t.seq, t.bytes, t.handled);
     }
   }
 }
 
-void EventBus::close_parking() {
-  std::vector<Job> dropped;
-  {
-    std::lock_guard lock(mutex_);
-    if (!parking_) {
-      return;
-    }
-    parking_ = false;
-    dropped = take_parked_locked();
+void EventBus::end_startup_window() {
+  std::unique_lock lock(mutex_);
+  close_window(lock);
+}
+
+void EventBus::close_window(std::unique_lock<std::mutex>& lock) {
+  if (!window_.open()) {
+    return;
   }
-  if (!dropped.empty()) {
-    DITASK_LOG(debug, "events") << dropped.size()
+  auto unhandled = window_.close();
+  lock.unlock();
+  if (!unhandled.empty()) {
+    DITASK_LOG(debug, "events") << unhandled.size()
                                 << " remote events had no handler when the startup window closed";
   }
-  drop_parked(dropped);
+  for (auto& mark : unhandled) {
+    if (mark->receipt) {
+      mark->receipt->done(mark->seq, 0, false);  // acknowledged when kept: this only counts it
+    }
+  }
+  lock.lock();
 }
 
-std::size_t EventBus::parked() const {
+std::size_t EventBus::kept() const {
   std::lock_guard lock(mutex_);
-  return parked_count_;
+  return window_.size();
 }
 
 std::size_t EventBus::remove_matching(std::string_view pattern) {
@@ -241,8 +239,10 @@ bool EventBus::post(std::string event, EventArgs args) {
     if (stopping_) {
       return false;
     }
-    queue_.push_back(Job{std::move(event), std::move(args), std::nullopt});
-    queued_locked();
+    BusJob job;
+    job.event = std::move(event);
+    job.args = std::move(args);
+    push_locked(std::move(job));
   }
   queued_.notify_one();
   return true;
@@ -310,14 +310,25 @@ bool EventBus::claim(Entry& entry) {
   return true;
 }
 
-void EventBus::dispatch(const Job& job) {
+bool EventBus::settle_locked(KeptMark& mark, bool handled) {
+  mark.handled = mark.handled || handled;
+  --mark.pending;
+  return mark.closed && mark.pending == 0 && !mark.handled;
+}
+
+void EventBus::dispatch(const BusJob& job) {
   auto& entries = dispatch_entries_;  // dispatcher thread only: reused, so no allocation per event
   entries.clear();
   {
     std::lock_guard lock(mutex_);
-    auto it = handlers_.find(job.event);
-    if (it != handlers_.end()) {
-      entries.assign(it->second.begin(), it->second.end());
+    if (job.only) {
+      entries.push_back(job.only);  // a kept event replayed for the handler registered later
+    } else if (auto it = handlers_.find(job.event); it != handlers_.end()) {
+      for (const auto& entry : it->second) {
+        if (entry->since < job.order) {  // a handler registered after the emit does not see it
+          entries.push_back(entry);
+        }
+      }
     }
   }
   bool handled = false;
@@ -340,14 +351,31 @@ void EventBus::dispatch(const Job& job) {
       entry->fn(*args);
     } catch (...) {
       sink_(job.event, std::current_exception());
+      notify_failure();  // a Waiter::wait in progress surfaces it
     }
   }
   if (!handled) {
     DITASK_LOG(trace, "events") << "no handler for event '" << job.event << "'";
   }
   entries.clear();
+  if (!job.mark) {
+    if (job.receipt) {
+      job.receipt->done(job.seq, job.bytes, handled);
+    }
+    return;
+  }
+  // A kept event: whether any handler saw it is decided when the window closed and nothing of
+  // it is pending any more.
+  bool unhandled = false;
+  {
+    std::lock_guard lock(mutex_);
+    unhandled = settle_locked(*job.mark, handled);
+  }
   if (job.receipt) {
-    job.receipt->done(job.seq, job.bytes, handled);
+    job.receipt->done(job.seq, job.bytes, true);
+  }
+  if (unhandled && job.mark->receipt) {
+    job.mark->receipt->done(job.mark->seq, 0, false);
   }
 }
 
@@ -355,7 +383,8 @@ std::shared_ptr<WaitState> EventBus::add_waiter(std::string event) {
   auto state = std::make_shared<WaitState>();
   state->event = event;
   std::weak_ptr<WaitState> weak = state;
-  RawHandler fn = [weak](const EventArgs& args) {
+  auto entry = std::make_shared<Entry>();
+  entry->fn = [weak](const EventArgs& args) {
     if (auto s = weak.lock()) {
       {
         std::lock_guard lock(s->mutex);
@@ -364,19 +393,9 @@ std::shared_ptr<WaitState> EventBus::add_waiter(std::string event) {
       s->changed.notify_all();
     }
   };
-  std::lock_guard lock(mutex_);
-  if (abort_) {
-    state->aborted = true;
-    return state;
-  }
-  auto entry = std::make_shared<Entry>();
-  entry->id = next_id_++;
-  entry->fn = std::move(fn);
   entry->once = true;
   entry->waiter = state;
-  state->handler_id = entry->id;
-  handlers_[event].push_back(std::move(entry));
-  release_parked_locked(event);
+  state->handler_id = register_entry(std::move(event), std::move(entry));
   return state;
 }
 
@@ -385,6 +404,21 @@ void EventBus::set_abort(bool on) {
   abort_ = on;
   if (on) {
     abort_all_waiters_locked();
+  }
+}
+
+void EventBus::notify_failure() {
+  std::lock_guard lock(mutex_);
+  for (auto& [event, entries] : handlers_) {
+    for (auto& entry : entries) {
+      if (auto s = entry->waiter.lock()) {
+        {
+          std::lock_guard state_lock(s->mutex);
+          ++s->failures;
+        }
+        s->changed.notify_all();
+      }
+    }
   }
 }
 

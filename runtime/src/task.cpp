@@ -175,10 +175,8 @@ void Task::stop_as(bool failing) noexcept {
     impl_->backward_stack.clear();
     impl_->pending.clear();
   }
-  std::lock_guard lock(impl_->error_mutex);
-  if (impl_->handler_error) {
+  if (impl_->failures->take()) {
     DITASK_LOG(warn, "task") << "task stopped with an unreported handler failure (logged above)";
-    impl_->handler_error = nullptr;
   }
 }
 

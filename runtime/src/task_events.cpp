@@ -47,22 +47,10 @@ Task::Impl::Live Task::Impl::live() const {
 
 void Task::Impl::on_handler_error(const std::string& event, std::exception_ptr error) {
   DITASK_LOG(error, "events") << "handler for event '" << event << "' failed: " << describe(error);
-  std::lock_guard lock(error_mutex);
-  if (!handler_error) {
-    handler_error = std::make_exception_ptr(HandlerError(event, error));
-  }
+  failures->store(std::make_exception_ptr(HandlerError(event, error)));
 }
 
-void Task::Impl::rethrow_handler_error() {
-  std::exception_ptr error;
-  {
-    std::lock_guard lock(error_mutex);
-    error = std::exchange(handler_error, nullptr);
-  }
-  if (error) {
-    std::rethrow_exception(error);
-  }
-}
+void Task::Impl::rethrow_handler_error() { failures->rethrow(); }
 
 HandlerId Task::add_handler(std::string event, detail::Handlers handlers, bool once) {
   return impl_->live_bus()->add(std::move(event), std::move(handlers.raw), once, std::move(handlers.packed));
@@ -129,23 +117,21 @@ void Task::post_local(std::string_view event, EventArgs args) {
 
 Waiter Task::waiter(std::string event) {
   auto bus = impl_->live_bus();
-  Waiter w(bus->add_waiter(std::move(event)), bus);
-  bus->close_parking();  // after subscribing: a held event of this name is now the waiter's
-  return w;
+  auto state = bus->add_waiter(std::move(event));
+  {
+    std::lock_guard lock(state->mutex);
+    state->failures_slot = impl_->failures;
+  }
+  return Waiter(std::move(state), bus);
 }
 
+void Task::ready() { impl_->live_bus()->end_startup_window(); }
+
 std::optional<EventArgs> Task::wait_for(std::string event, std::chrono::milliseconds timeout) {
-  auto bus = impl_->live_bus();
-  if (!bus->on_dispatcher_thread()) {
-    impl_->rethrow_handler_error();
-  }
-  return waiter(std::move(event)).wait(timeout);
+  return waiter(std::move(event)).wait(timeout);  // wait() surfaces a handler failure
 }
 
 EventArgs Task::wait_for_or_throw(std::string event, std::chrono::milliseconds timeout) {
-  if (!impl_->live_bus()->on_dispatcher_thread()) {
-    impl_->rethrow_handler_error();
-  }
   Waiter w = waiter(event);
   if (auto result = w.wait(timeout)) {
     return std::move(*result);

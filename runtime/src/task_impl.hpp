@@ -12,6 +12,7 @@
 
 #include "ditask/task.hpp"
 #include "event_bus.hpp"
+#include "failure_slot.hpp"
 #include "worker_pool.hpp"
 
 namespace ditask {
@@ -49,8 +50,8 @@ struct Task::Impl {
   std::vector<Backward> backward_stack;
   std::vector<detail::WorkerPool::Handle> pending;
 
-  std::mutex error_mutex;
-  std::exception_ptr handler_error;  // guarded by error_mutex: reported once, then cleared
+  /// The first handler failure, reported once (to the task's calls and its waiters).
+  std::shared_ptr<detail::FailureSlot> failures = std::make_shared<detail::FailureSlot>();
 
   /// The running task's bus and, in a worker, its mesh (one lock for both: emit's hot path).
   struct Live {

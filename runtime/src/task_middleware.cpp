@@ -131,7 +131,7 @@ void Task::use_wrapper(Wrapper wrapper) {
 }
 
 void Task::run(std::int64_t max_step) {
-  impl_->live_bus()->close_parking();  // the startup window for remote events ends here
+  ready();  // the startup window for remote events ends here
   for (std::int64_t i = 0; i < max_step; ++i) {
     std::vector<Impl::Step> steps;
     {

@@ -35,14 +35,31 @@ std::optional<EventArgs> Waiter::wait(std::chrono::milliseconds timeout) {
     throw Error("wait for event '" + state_->event + "' on the dispatcher thread would never return",
                 "wait from middleware or another thread, or handle the event with on()/once()");
   }
+  const bool forever = timeout == std::chrono::milliseconds::max();
+  const auto deadline = forever ? std::chrono::steady_clock::time_point::max()
+                                : std::chrono::steady_clock::now() + timeout;
   std::unique_lock lock(state_->mutex);
-  auto ready = [&] { return state_->result.has_value() || state_->aborted; };
-  if (timeout == std::chrono::milliseconds::max()) {
-    state_->changed.wait(lock, ready);
-  } else {
-    state_->changed.wait_for(lock, timeout, ready);
+  std::uint64_t failures_seen = 0;
+  bool check_failure = true;  // a failure pending before the wait surfaces first
+  while (true) {
+    if (check_failure && !state_->result && state_->failures_slot) {
+      auto slot = state_->failures_slot;
+      lock.unlock();
+      slot->rethrow();  // a handler failed: the next module call that waits or emits reports it
+      lock.lock();
+    }
+    failures_seen = state_->failures;
+    auto over = [&] { return state_->result.has_value() || state_->aborted || state_->failures != failures_seen; };
+    if (forever) {
+      state_->changed.wait(lock, over);
+    } else if (!state_->changed.wait_until(lock, deadline, over)) {
+      return std::nullopt;  // timed out
+    }
+    if (state_->result.has_value() || state_->aborted) {
+      return state_->result;
+    }
+    check_failure = true;  // a handler failed while we waited (another thread may take it first)
   }
-  return state_->result;
 }
 
 bool Waiter::aborted() const {

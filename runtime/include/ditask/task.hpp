@@ -76,7 +76,8 @@ class DITASK_API Running {
 ///
 /// Errors. A handler that throws (or whose parameter types do not fit the emitted arguments)
 /// is logged with the event name and does not stop the dispatcher; the failure surfaces once,
-/// as ditask::HandlerError, from the next emit/sync/run/wait_for on another thread. A middleware
+/// as ditask::HandlerError, from the next emit/sync/run/wait_for/Waiter::wait on another thread
+/// (a Waiter::wait in progress is woken for it). A middleware
 /// exception propagates from run() (in async mode after every forward of the step finished;
 /// pending wait_for calls are woken so the step can end).
 class DITASK_API Task {
@@ -101,9 +102,11 @@ class DITASK_API Task {
   bool async_mode() const noexcept;
 
   // ---- events ----
-  /// Calls `fn` for every emit of `event` (exact name). `fn` takes typed parameters (one per
-  /// positional argument, converted with nlohmann from_json, plus an optional last
-  /// `const Kwargs&`) or a single `const EventArgs&`. Errors: ditask::Error when not running.
+  /// Calls `fn` for every emit of `event` (exact name) after this call, and, during the startup
+  /// window (until ready() or the first run()), for every remote `event` that came before it.
+  /// `fn` takes typed parameters (one per positional argument, converted with nlohmann
+  /// from_json, plus an optional last `const Kwargs&`) or a single `const EventArgs&`.
+  /// Errors: ditask::Error when not running.
   template <class F>
   HandlerId on(std::string event, F&& fn) {
     return add_handler(std::move(event), detail::make_handlers(std::forward<F>(fn)), false);
@@ -186,8 +189,15 @@ class DITASK_API Task {
   void post_local(std::string_view event, EventArgs args = {});
 
   /// Subscribes now to the next emit of `event`; wait on the result later. Prefer this over
-  /// wait_for() when the event may be emitted between deciding to wait and waiting.
+  /// wait_for() when the event may be emitted between deciding to wait and waiting. During the
+  /// startup window it takes the oldest kept remote event of that name no other once handler or
+  /// waiter took yet; it does not end the window.
   Waiter waiter(std::string event);
+  /// Ends the startup window: from now on a remote event reaches only the handlers registered
+  /// when it arrives, and kept events no handler saw are dropped (stats().unhandled). The first
+  /// run() calls it; call it yourself once your handlers are registered if the module never
+  /// calls run(). Idempotent. Errors: ditask::Error when not running.
+  void ready();
   /// Waits for the next emit of `event` and returns its arguments; nullopt on timeout or when
   /// the task fails or stops. Leaves no handler behind either way.
   std::optional<EventArgs> wait_for(std::string event,

@@ -28,7 +28,8 @@ class DITASK_API Waiter {
 
   /// Waits until the event arrives (its arguments), `timeout` passes, or the task fails or stops
   /// (both nullopt). Returns at once if the event already came. Errors: ditask::Error when
-  /// called on the dispatcher thread (it would wait forever).
+  /// called on the dispatcher thread (it would wait forever); ditask::HandlerError of a handler
+  /// failure that is pending or happens while it waits (reported once, like emit's).
   std::optional<EventArgs> wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
   /// True when the wait ended because the task failed or stopped (not by timeout).
   bool aborted() const;

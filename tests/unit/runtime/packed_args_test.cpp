@@ -195,7 +195,7 @@ TEST_CASE("packed_args: a packed remote event reaches fast and JSON handlers ali
     }
   });
   bus->start();
-  bus->close_parking();
+  bus->end_startup_window();
   std::vector<std::string> seen;
   auto typed = ditask::detail::make_handlers([&](int n) { seen.push_back("typed " + std::to_string(n)); });
   bus->add("e", std::move(typed.raw), false, std::move(typed.packed));

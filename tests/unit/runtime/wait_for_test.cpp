@@ -251,3 +251,27 @@ TEST_CASE("a middleware exception in async mode wakes a pending wait_for and pro
   CHECK(step1_result.load() == 0);
   CHECK(task.handler_count("forever") == 0);
 }
+
+TEST_CASE("Waiter::wait surfaces a handler failure, once, pending before or during the wait",
+          "[task][wait_for][errors]") {
+  auto& task = ditask::task();
+  auto running = task.start();
+  task.on("boom", [](int) { throw std::runtime_error("handler failed"); });
+  SECTION("the failure happens while it waits: the wait is woken for it") {
+    auto w = task.waiter("never");
+    task.emit_local("boom", 1);
+    CHECK_THROWS_AS(w.wait(30s), ditask::HandlerError);
+  }
+  SECTION("the failure is pending before the wait") {
+    std::atomic<bool> after{false};
+    task.on("after", [&after] { after = true; });
+    task.emit_local("boom", 1);
+    task.emit_local("after");
+    REQUIRE(spin_until([&] { return after.load(); }));  // FIFO: boom has failed by now
+    auto w = task.waiter("never");
+    CHECK_THROWS_AS(w.wait(30s), ditask::HandlerError);
+  }
+  // Reported once: the next wait just times out.
+  auto w = task.waiter("never");
+  CHECK(w.wait(10ms) == std::nullopt);
+}
