@@ -4,6 +4,7 @@
 #include "spawn_posix.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -49,13 +50,23 @@ std::string open_fds(pid_t pid) {
   return out;
 }
 
-// `sleep 30` started by spawn_worker, looked at from outside, then killed and reaped.
+// The spawn probe (spawn_probe.cpp) started by spawn_worker, looked at from outside once it said
+// from its main() that it started (before that, its dynamic loader may hold a file open as fd 3),
+// then killed and reaped.
 struct Sleeper {
   explicit Sleeper(int listen_fd) {
     REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
-    // posix_spawn returns once the child has exec'd (CLONE_VFORK), and all that is checked here
-    // (open fds, process group, signal mask and dispositions) is settled before the exec.
-    pid = spawn_worker(SpawnRequest{"/bin/sleep", {"30"}, {"PATH=/usr/bin:/bin"}, out[1], out[1], listen_fd});
+    pid = spawn_worker(SpawnRequest{DITASK_SPAWN_PROBE, {}, {"PATH=/usr/bin:/bin"}, out[1], out[1], listen_fd});
+    std::string said;
+    char buf[64];
+    while (said.find('\n') == std::string::npos) {
+      pollfd ready{out[0], POLLIN, 0};
+      REQUIRE(::poll(&ready, 1, 20'000) == 1);  // a bound against a hang, not a synchronisation
+      const ssize_t n = ::read(out[0], buf, sizeof buf);
+      REQUIRE(n > 0);
+      said.append(buf, static_cast<std::size_t>(n));
+    }
+    REQUIRE(said == "started\n");
   }
   ~Sleeper() {
     ::kill(pid, SIGKILL);
