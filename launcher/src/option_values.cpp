@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "option_values.hpp"
 
+#include "ditask/launcher/roles.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -209,6 +211,9 @@ Options build_options(const RawValues& values) {
   }
   if (const auto* v = get("labels")) {
     o.labels = split_list(*v);
+  }
+  if (const auto* v = get("roles")) {
+    o.roles = parse_roles(*v);
   }
   if (const auto* v = get("redis-port")) {
     to_integer("redis-port", *v);

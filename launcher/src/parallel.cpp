@@ -74,6 +74,9 @@ launcher::RawValues raw_values(const RunnerOptions& o, const std::string& exe) {
   if (!o.labels.empty()) {
     raw["labels"] = join(o.labels, ",");
   }
+  if (!o.roles.empty()) {
+    raw["roles"] = o.roles;
+  }
   if (!o.log_dir.empty()) {
     raw["log-dir"] = o.log_dir;
   }

@@ -118,6 +118,9 @@ Plan plan_layout(const Options& options, const std::string& run_id) {
     w.node_id = padded(options.node_ids, 0, i);
     w.rank = rank_offset + w.local_id;
     w.labels = options.labels;
+    if (!options.roles.empty()) {
+      w.roles = roles_of(options.roles, w.node_id);
+    }
     if (options.protocol == "ipc") {
       w.listen = ipc_path(run_id, w.node_id);
     } else {
@@ -160,6 +163,7 @@ void plan_wiring(Plan& plan, const Options& options) {
         {"DITASK_ATTACH_TO", join(w.attach_to, ",")},
         {"DITASK_TOPOLOGY", options.topology},
         {"DITASK_LABELS", join(w.labels, ",")},
+        {"DITASK_ROLES", join(w.roles, ",")},
         {"DITASK_RUN_ID", plan.run_id},
         {"DITASK_PLAN", plan_json},
         {"DITASK_PACKAGE", options.package},
@@ -200,6 +204,7 @@ nlohmann::json plan_to_json(const Plan& plan, const Options& options) {
                        {"listen", w.listen},
                        {"attach_to", w.attach_to},
                        {"labels", w.labels},
+                       {"roles", w.roles},
                        {"env", printable_env(w.env)}});
   }
   nlohmann::json sources = nlohmann::json::object();

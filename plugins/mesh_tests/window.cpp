@@ -2,8 +2,11 @@
 // The startup window across processes (2 workers): node 1 emits count=N "ping"(i) and then "end"
 // right after its start; node 0 registers two handlers for "ping" gap_ms apart (after waiting for
 // "end" first when wait_first=1, which must not end the window) and reports what each one saw.
+// Also the roles entry: --roles reaching the workers (has_role, role.<name> labels, emit_to_role).
 #include <chrono>
 #include <cstdint>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -51,4 +54,40 @@ DITASK_MAIN(early_handlers) {
   task.ready();
   const auto s = seen.get();
   result("a=" + joined(s.a) + " b=" + joined(s.b));
+}
+
+// Roles (--roles learner:0,...,collector:N-): every node reports its roles; each collector tells
+// the learner with emit_to_role, the learner answers the collectors with emit_to_role.
+DITASK_MAIN(roles) {
+  auto& task = ditask::task();
+  auto running = task.start();
+  std::string labels;
+  for (const auto& label : task.labels()) {
+    if (label.rfind("role.", 0) == 0) {
+      labels += (labels.empty() ? "" : ",") + label;
+    }
+  }
+  const std::string me = "roles=" + joined(task.roles()) + " learner=" + (task.has_role("learner") ? "1" : "0") +
+                         " labels=" + labels;
+  if (task.has_role("learner")) {
+    std::size_t collectors = 0;
+    for (const auto& peer : task.router().peers()) {
+      collectors += peer.labels.count("role.collector");
+    }
+    Shared<std::set<std::int64_t>> heard;
+    task.on("hello", [&heard](std::int64_t from) { heard.update([&](auto& s) { s.insert(from); }); });
+    task.ready();
+    heard.wait([&](const auto& s) { return s.size() == collectors; }, "a hello from every collector");
+    task.emit_to_role("collector", "done");
+    result(me + " heard=" + joined(heard.get()));
+    return;
+  }
+  auto done = task.waiter("done");
+  if (task.has_role("collector")) {
+    task.emit_to_role("learner", "hello", node_id());
+    if (!done.wait(60s)) {
+      throw std::runtime_error("no 'done' from the learner");
+    }
+  }
+  result(me);
 }

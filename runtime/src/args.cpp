@@ -124,6 +124,10 @@ WorkerEnv parse_worker_env(const Env& env) {
   w.topology = lookup(env, "DITASK_TOPOLOGY").value_or("");
   const auto labels = split_list(lookup(env, "DITASK_LABELS").value_or(""));
   w.labels = std::set<std::string>(labels.begin(), labels.end());
+  for (const auto& role : split_list(lookup(env, "DITASK_ROLES").value_or(""))) {
+    w.roles.insert(role);
+    w.labels.insert("role." + role);  // what emit_to_role and match_labels("role.*") match
+  }
   w.run_id = lookup(env, "DITASK_RUN_ID").value_or("");
   w.attempt = optional_integer(env, "DITASK_ATTEMPT", 0, 0);
   if (auto level = lookup(env, "DITASK_LOG_LEVEL")) {

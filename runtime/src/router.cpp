@@ -41,6 +41,11 @@ std::set<std::string> Router::labels() const {
   return state_->active ? state_->identity.labels : std::set<std::string>{};
 }
 
+std::set<std::string> Router::roles() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->active ? state_->identity.roles : std::set<std::string>{};
+}
+
 std::vector<PeerInfo> Router::peers() const {
   auto mesh = is_active() ? detail::mesh::worker_mesh(false) : nullptr;
   return mesh ? mesh->peers() : std::vector<PeerInfo>{};

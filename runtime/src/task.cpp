@@ -217,13 +217,15 @@ void Task::add_role(std::string role) {
 }
 
 bool Task::has_role(std::string_view role) const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->roles.empty() || impl_->roles.count(std::string(role)) != 0;
+  const auto all = roles();
+  return all.empty() || all.count(std::string(role)) != 0;
 }
 
 std::set<std::string> Task::roles() const {
+  auto all = impl_->router.roles();  // --roles, fixed for the worker's life
   std::lock_guard lock(impl_->mutex);
-  return impl_->roles;
+  all.insert(impl_->roles.begin(), impl_->roles.end());
+  return all;
 }
 
 Router& Task::router() noexcept { return impl_->router; }

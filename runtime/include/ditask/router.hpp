@@ -54,6 +54,7 @@ class DITASK_API Router {
     std::int64_t local_id = 0;
     std::int64_t parallel_workers = 1;
     std::set<std::string> labels;
+    std::set<std::string> roles;
   };
 
   Router();
@@ -69,8 +70,11 @@ class DITASK_API Router {
   std::int64_t local_id() const noexcept;
   /// Workers started by this process's launcher (1 when inactive).
   std::int64_t parallel_workers() const noexcept;
-  /// Labels given by `--labels` (empty when inactive).
+  /// Labels given by `--labels`, plus `role.<name>` for each role of --roles (empty when
+  /// inactive).
   std::set<std::string> labels() const;
+  /// Roles given by the launcher's `--roles` for this node (empty when inactive or none).
+  std::set<std::string> roles() const;
 
   /// Peers connected now (hello completed), by node id. Empty while inactive.
   std::vector<PeerInfo> peers() const;

@@ -178,6 +178,12 @@ class DITASK_API Task {
       emit_args_to(std::nullopt, pattern, event, EventArgs::from(std::forward<A>(args)...));
     }
   }
+  /// Emits to the connected peers that have role `role` (--roles; their label `role.<role>`);
+  /// remote only. No such peer is not an error.
+  template <class... A>
+  void emit_to_role(std::string_view role, std::string_view event, A&&... args) {
+    emit_to_label("role." + std::string(role), event, std::forward<A>(args)...);
+  }
   /// The untyped form of emit_to_node (`node_id`) and emit_to_label (`label_pattern`).
   void emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                     std::string_view event, EventArgs args);
@@ -277,11 +283,12 @@ class DITASK_API Task {
   bool match_labels(std::string_view pattern) const;
   /// True when any label matches any of `patterns`.
   bool match_labels(const std::vector<std::string>& patterns) const;
-  /// Adds a role (e.g. ditask::role::learner).
+  /// Adds a role (e.g. ditask::role::learner) until stop().
   void add_role(std::string role);
-  /// True when `role` was added, or when no role was added at all (DI-engine's wildcard).
+  /// True when `role` is this node's (from the launcher's --roles, or added), or when it has no
+  /// role at all (DI-engine's wildcard).
   bool has_role(std::string_view role) const;
-  /// The added roles.
+  /// This node's roles: --roles ones and added ones.
   std::set<std::string> roles() const;
   /// This process's router (inactive outside a ditask worker).
   Router& router() noexcept;

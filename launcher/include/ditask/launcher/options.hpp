@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ditask/launcher/roles.hpp"
+
 namespace ditask::launcher {
 
 /// Where an option's value came from, highest precedence first.
@@ -50,6 +52,7 @@ struct Options {
   std::vector<std::int64_t> ports;       ///< empty: launcher picks free ports
   std::vector<std::string> attach_to;
   std::vector<std::string> labels;
+  std::vector<RoleEntry> roles;          ///< --roles as parsed; empty: none (modules choose)
   std::vector<std::int64_t> node_ids;    ///< as given (padded later by the plan)
   std::string topology = "mesh";
   std::string platform;                  ///< empty: local

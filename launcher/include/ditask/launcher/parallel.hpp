@@ -27,6 +27,7 @@ struct RunnerOptions {
   double timeout = 0.0;
   std::string log_dir;
   std::string log_level = "warn";
+  std::string roles;  ///< as --roles, e.g. "learner:0,collector:1-"; empty: none
 };
 
 /// Runs a program's `main_fn` as a supervised job. Returned by Parallel::runner.

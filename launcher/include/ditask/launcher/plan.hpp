@@ -20,6 +20,7 @@ struct WorkerPlan {
   std::string listen;                    ///< tcp://host:port (port 0 = picked at launch) or ipc:///path
   std::vector<std::string> attach_to;    ///< addresses this worker dials
   std::vector<std::string> labels;
+  std::vector<std::string> roles;        ///< from --roles (sorted); empty without it
   std::map<std::string, std::string> env;  ///< contract variables (DITASK_ATTEMPT set per spawn)
 };
 
@@ -34,8 +35,9 @@ struct Plan {
   std::vector<WorkerPlan> workers;
 };
 
-/// Node ids, ranks and listen addresses from the options (DI-engine's padding rules: one value
-/// is a base, worker i gets base+i). Errors: ditask::Error when ranks cannot be placed.
+/// Node ids, ranks, roles and listen addresses from the options (DI-engine's padding rules: one
+/// value is a base, worker i gets base+i). Errors: ditask::Error when ranks cannot be placed or
+/// --roles leaves a node without a role or gives it two entries.
 Plan plan_layout(const Options& options, const std::string& run_id);
 
 /// Dial lists (DI-engine's mesh/star/alone rules plus --attach-to) and each worker's contract

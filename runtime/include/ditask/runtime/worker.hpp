@@ -27,7 +27,8 @@ struct WorkerEnv {
   std::string listen;                      ///< DITASK_LISTEN (`tcp://host:port`, `ipc:///path`)
   std::vector<std::string> attach_to;      ///< DITASK_ATTACH_TO (comma list)
   std::string topology;                    ///< DITASK_TOPOLOGY
-  std::set<std::string> labels;            ///< DITASK_LABELS (comma list)
+  std::set<std::string> labels;            ///< DITASK_LABELS (comma list), plus role.<r> per role
+  std::set<std::string> roles;             ///< DITASK_ROLES (comma list)
   std::string run_id;                      ///< DITASK_RUN_ID
   std::int64_t attempt = 0;                ///< DITASK_ATTEMPT
   std::string package;                     ///< DITASK_PACKAGE (required)
