@@ -20,9 +20,10 @@ DITASK_LOG_DIR="${DITASK_LOG_DIR:-$DITASK_ROOT/build/logs/$(basename "$0" .sh)}"
 STEP_TAIL="${STEP_TAIL:-40}"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
-# The Debian 12 packages of the core build; the README's one-liner lists the same.
+# The Debian 12 packages of the core build; the README's one-liner lists the same. dpkg-dev
+# (dpkg-shlibdeps) and file are for `cpack -G DEB` (scripts/package.sh).
 DITASK_PACKAGES=(g++ cmake make libboost1.81-dev nlohmann-json3-dev libcli11-dev catch2 ccache
-                 pkg-config libssl-dev)
+                 pkg-config libssl-dev libeigen3-dev dpkg-dev file)
 
 # CMake uses ccache by itself when it is installed (CMakeLists.txt). These let ccache cache
 # translation units that use the precompiled headers instead of passing them through.

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The CI job (.ci/run runs this): installs the Debian packages when missing, then
-#   1. Debug build with -Werror and every test (build/debug), ctest;
-#   2. ASan+UBSan Debug build of the unit and integration tests (build/asan): the launcher and
-#      its workers run instrumented; ctest -L "unit|integration".
+#   1. debug: Debug build with -Werror and every test (build/debug), ctest;
+#   2. asan: ASan+UBSan Debug build of the unit and integration tests (build/asan): the launcher
+#      and its workers run instrumented; ctest -L "unit|integration";
+#   3. release: the README's build from a fresh cache, `cmake --preset release` and
+#      `cmake --build --preset release` (Release, -O3, no -Werror, no tests: users' builds must not
+#      fail on a warning), `cmake --install` into build/install/release and tests/package/run.sh
+#      against that install; then scripts/package.sh (cpack -G DEB) and tests/package/deb_test.sh
+#      (the .deb files' fields and contents, the user project built against them in a scratch root);
+#   4. plain: the README's plain CMake lines, -DCMAKE_BUILD_TYPE=Release and =RelWithDebInfo with
+#      -DBUILD_TESTING=OFF (build/plain-release, build/plain-relwithdebinfo), each built and run once.
+# `scripts/test.sh release plain` runs only the stages named (default: all four, CI's job).
 # Works from any cwd; logs go to build/logs/test/. Exits non-zero on the first failure.
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -13,29 +21,103 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ASAN_TARGETS=(ditask_unit_tests ditask_integration_tests ditask_fuzz_corpus)
 ASAN_LABELS="unit|integration"
 
+STAGES=(debug asan release plain)
+if (($#)); then
+  for stage in "$@"; do
+    [[ " ${STAGES[*]} " == *" $stage "* ]] || {
+      echo "usage: scripts/test.sh [${STAGES[*]}]... (unknown stage '$stage')" >&2
+      exit 2
+    }
+  done
+  STAGES=("$@")
+fi
+stage() { [[ " ${STAGES[*]} " == *" $1 "* ]]; }
+
 timer_start "all tests passed"
 install_packages
 
-step "debug: configure (build/debug)" \
-  cmake -S . -B build/debug -DCMAKE_BUILD_TYPE=Debug -DDITASK_WERROR=ON -DBUILD_TESTING=ON
-step "debug: build all (-j$JOBS)" cmake --build build/debug -j "$JOBS"
-STEP_TAIL=150 STEP_NOTE=ctest_note step "debug: ctest" \
-  ctest --test-dir build/debug --output-on-failure --timeout 120 -j2
+if stage debug; then
+  step "debug: configure (build/debug)" \
+    cmake -S . -B build/debug -DCMAKE_BUILD_TYPE=Debug -DDITASK_WERROR=ON -DBUILD_TESTING=ON
+  step "debug: build all (-j$JOBS)" cmake --build build/debug -j "$JOBS"
+  STEP_TAIL=150 STEP_NOTE=ctest_note step "debug: ctest" \
+    ctest --test-dir build/debug --output-on-failure --timeout 120 -j2
+fi
 
-step "asan: configure (build/asan, address,undefined)" \
-  cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DDITASK_WERROR=ON -DBUILD_TESTING=ON \
-  -DDITASK_SANITIZE=address,undefined
-step "asan: build ${ASAN_TARGETS[*]} (-j$JOBS)" \
-  cmake --build build/asan -j "$JOBS" --target "${ASAN_TARGETS[@]}"
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-STEP_TAIL=150 STEP_NOTE=ctest_note step "asan: ctest -L $ASAN_LABELS" \
-  ctest --test-dir build/asan -L "$ASAN_LABELS" --output-on-failure --timeout 120 -j2 \
-  --no-tests=error
+if stage asan; then
+  step "asan: configure (build/asan, address,undefined)" \
+    cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DDITASK_WERROR=ON -DBUILD_TESTING=ON \
+    -DDITASK_SANITIZE=address,undefined
+  step "asan: build ${ASAN_TARGETS[*]} (-j$JOBS)" \
+    cmake --build build/asan -j "$JOBS" --target "${ASAN_TARGETS[@]}"
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  STEP_TAIL=150 STEP_NOTE=ctest_note step "asan: ctest -L $ASAN_LABELS" \
+    ctest --test-dir build/asan -L "$ASAN_LABELS" --output-on-failure --timeout 120 -j2 \
+    --no-tests=error
+fi
 
-# One closing line in the plain "N passed, N failed" form that CI reads, summed over both runs.
+# The release and plain stages run the README's command lines as users type them: no -Werror
+# (DITASK_WERROR is OFF by default), so a warning that -O2/-O3 finds must not fail them.
+# For STEP_NOTE: "46 compiler warnings" from a build log (ccache replays a cached TU's warnings).
+warnings_note() {
+  local n
+  n=$(grep -c ': warning: ' "$1" || true)
+  ((n == 0)) || echo "$n compiler warning$( ((n == 1)) || echo s)"
+}
+# The README's lines start from a new checkout: no cache of an older configure (a DITASK_WERROR=ON
+# of the old default, another build type). Object files stay, so a warm tree rebuilds little.
+fresh_cache() {
+  rm -f "$1/CMakeCache.txt"
+}
+install_release() {
+  rm -rf build/install/release
+  cmake --install build/release --prefix build/install/release
+}
+# One job of the greeting example with a build's own ditask: the build runs, not only links.
+run_greeting() {
+  "$1/bin/ditask" --package greeting --main main --parallel-workers 2
+}
+# build/release and build/plain-release compile the same commands in two build dirs: with the
+# paths under the repository rewritten relative (also the precompiled header's), ccache serves the
+# second build from the first. (No -g there, so the working directory is not part of the hash.)
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$DITASK_ROOT}"
+launcher_arg=()
+if command -v ccache >/dev/null; then
+  launcher_arg=(--launcher="$(command -v ccache)")
+fi
+
+if stage release; then
+  step "release: fresh cache (rm build/release/CMakeCache.txt)" fresh_cache build/release
+  step "release: cmake --preset release" cmake --preset release
+  STEP_NOTE=warnings_note step "release: cmake --build --preset release -j $JOBS" \
+    cmake --build --preset release -j "$JOBS"
+  step "release: cmake --install build/release --prefix build/install/release" install_release
+  step "release: find_package test (tests/package/run.sh --prefix=build/install/release)" \
+    bash tests/package/run.sh --prefix=build/install/release --work-dir=build/package-test/release \
+    --build-dir=build/release --build-type=Release "${launcher_arg[@]}"
+  step "release: scripts/package.sh (cpack -G DEB in build/release)" scripts/package.sh
+  step "release: tests/package/deb_test.sh (build/release/*.deb)" \
+    bash tests/package/deb_test.sh --build-dir=build/release "${launcher_arg[@]}"
+fi
+
+if stage plain; then
+  for type in Release RelWithDebInfo; do
+    dir="build/plain-${type,,}"
+    step "plain $type: fresh cache (rm $dir/CMakeCache.txt)" fresh_cache "$dir"
+    step "plain $type: cmake -S . -B $dir -DCMAKE_BUILD_TYPE=$type -DBUILD_TESTING=OFF" \
+      cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DBUILD_TESTING=OFF
+    STEP_NOTE=warnings_note step "plain $type: cmake --build $dir -j $JOBS" \
+      cmake --build "$dir" -j "$JOBS"
+    step "plain $type: $dir/bin/ditask --package greeting --parallel-workers 2" run_greeting "$dir"
+  done
+fi
+
+# One closing line in the plain "N passed, N failed" form that CI reads, summed over the ctest
+# runs (the debug and asan stages; the release stage's package tests print their own result).
 passed=0
 for log in "$DITASK_LOG_DIR"/*ctest*.log; do
+  [[ -f "$log" ]] || continue
   n=$(grep -Eo 'tests passed, 0 tests failed out of [0-9]+' "$log" | tail -n 1 | awk '{print $NF}')
   passed=$((passed + ${n:-0}))
 done

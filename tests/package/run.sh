@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Installs a ditask build tree into a temporary prefix, then builds and runs project/ against it
-# with find_package(ditask). Run by CTest (tests/package/CMakeLists.txt gives the arguments):
-#   run.sh --build-dir=DIR --work-dir=DIR [--cmake=cmake] [--generator=G] [--cxx=g++]
-#          [--launcher=ccache] [--build-type=Debug] [--sanitize=address,undefined]
-# The work dir is deleted first and again on success; on failure it is kept for inspection.
+# Builds and runs project/ (a user project: find_package(ditask), a program, a module and a
+# self-supervising program) against an installed ditask, then runs the module with the installed
+# bin/ditask. Either it installs a build tree into <work-dir>/prefix first (CTest's way,
+# tests/package/CMakeLists.txt gives the arguments), or it uses an install that exists already:
+#   run.sh --build-dir=DIR --work-dir=DIR [options]     install DIR, then test that install
+#   run.sh --prefix=DIR --work-dir=DIR [options]        test the install in DIR as it is
+#                                                       (scripts/test.sh: `cmake --install
+#                                                       build/release --prefix build/install/release`)
+# options: [--cmake=cmake] [--generator=G] [--cxx=g++] [--launcher=ccache] [--build-type=Debug]
+#          [--sanitize=address,undefined]; with --prefix, --build-dir=DIR only names the build tree
+#          that the installed CMake files must not refer to.
+# The work dir is deleted first and again on success; on failure it is kept for inspection. A
+# --prefix install is never modified.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build_dir="" work_dir="" cmake=cmake generator="" cxx="" launcher="" build_type=Debug sanitize=""
+build_dir="" work_dir="" prefix="" cmake=cmake generator="" cxx="" launcher="" build_type=Debug
+sanitize=""
 for arg in "$@"; do
   case "$arg" in
     --build-dir=*) build_dir="${arg#*=}" ;;
     --work-dir=*) work_dir="${arg#*=}" ;;
+    --prefix=*) prefix="${arg#*=}" ;;
     --cmake=*) cmake="${arg#*=}" ;;
     --generator=*) generator="${arg#*=}" ;;
     --cxx=*) cxx="${arg#*=}" ;;
@@ -22,9 +32,16 @@ for arg in "$@"; do
     *) echo "run.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
-if [[ -z "$build_dir" || -z "$work_dir" ]]; then
-  echo "run.sh: --build-dir and --work-dir are required" >&2
+if [[ -z "$work_dir" || (-z "$build_dir" && -z "$prefix") ]]; then
+  echo "run.sh: --work-dir and one of --build-dir or --prefix are required" >&2
   exit 2
+fi
+# Absolute paths: the project is configured and its programs run from other directories.
+work_dir="$(realpath -m "$work_dir")"
+[[ -z "$build_dir" ]] || build_dir="$(realpath -m "$build_dir")"
+if [[ -n "$prefix" ]]; then
+  [[ -d "$prefix" ]] || { echo "run.sh: --prefix '$prefix' is not a directory" >&2; exit 2; }
+  prefix="$(realpath "$prefix")"
 fi
 
 fail() {
@@ -41,21 +58,27 @@ quiet() {
   fi
 }
 
-prefix="$work_dir/prefix"
 project_build="$work_dir/project-build"
 rm -rf "$work_dir"
 mkdir -p "$work_dir"
-# DESTDIR would send the install elsewhere.
-unset DESTDIR
 
-echo "-- installing $build_dir into $prefix"
-quiet "$cmake" --install "$build_dir" --prefix "$prefix" --config "$build_type"
+if [[ -z "$prefix" ]]; then
+  prefix="$work_dir/prefix"
+  # DESTDIR would send the install elsewhere.
+  unset DESTDIR
+  echo "-- installing $build_dir into $prefix"
+  quiet "$cmake" --install "$build_dir" --prefix "$prefix" --config "$build_type"
+else
+  echo "-- using the install in $prefix"
+fi
 [[ -f "$prefix/include/ditask/ditask.hpp" ]] || fail "include/ditask/ditask.hpp was not installed"
 config="$(find "$prefix" -name ditaskConfig.cmake -print -quit)"
 [[ -n "$config" ]] || fail "ditaskConfig.cmake was not installed"
 # An installed package must not point back into the source or build tree.
 source_dir="$(cd "$here/../.." && pwd)"
-if grep -rlF -e "$source_dir/" -e "$build_dir" "$(dirname "$config")"; then
+tree_dirs=(-e "$source_dir/")
+[[ -z "$build_dir" ]] || tree_dirs+=(-e "$build_dir")
+if grep -rlF "${tree_dirs[@]}" "$(dirname "$config")"; then
   fail "installed CMake files above refer to the source or build tree"
 fi
 
@@ -109,6 +132,19 @@ output="$("$runner" fail 2>&1)" || rc=$?
 echo "$output"
 ((rc == 1)) || fail "runner_user fail exited with $rc, expected 1"
 grep -q "runner_user: node 1 gives up" <<<"$output" || fail "runner_user fail: the failure text is missing"
+
+# The installed launcher runs the module: it finds its runtime through RUNPATH $ORIGIN/../lib.
+ditask="$prefix/bin/ditask"
+[[ -x "$ditask" ]] || fail "bin/ditask was not installed"
+echo "-- running $ditask --package $module --main main --parallel-workers 2 -- one"
+rc=0
+output="$("$ditask" --package "$module" --main main --parallel-workers 2 -- one 2>&1)" || rc=$?
+echo "$output"
+((rc == 0)) || fail "ditask --package package_module.so exited with $rc"
+for node in 0 1; do
+  grep -q "^\[node $node\] package_module: node $node of 2 got 42$" <<<"$output" ||
+    fail "ditask --package package_module.so: no line from node $node"
+done
 
 rm -rf "$work_dir"
 echo "package test passed"

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: MIT
 // A minimal module built against the installed package. run.sh checks that it links with
-// --no-undefined and exports its entry; nothing loads it.
+// --no-undefined and exports its entry, then runs it with the installed launcher:
+//   <prefix>/bin/ditask --package <path>/package_module.so --main main --parallel-workers 2 -- one
+// Every worker prints "package_module: node <id> of <n> got <41 + number of module arguments>"
+// (the launcher tags it "[node <id>] ").
+#include <cstdio>
+
 #include <ditask/ditask.hpp>
 
 DITASK_MAIN(main) {
@@ -14,4 +19,7 @@ DITASK_MAIN(main) {
   if (got < 41) {
     throw ditask::Error("the ping handler did not run");
   }
+  const auto& router = task.router();
+  std::printf("package_module: node %lld of %lld got %d\n", static_cast<long long>(router.node_id()),
+              static_cast<long long>(router.parallel_workers()), got);
 }
