@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Benchmarks (never run as timed tests; CI only smoke-runs them). Two modes:
+# Benchmarks (never run as timed tests; CI only smoke-runs them). Three modes:
 #
 #   scripts/bench.sh launch [--runs R] [--workers "2 8 32 64"] [--build-dir DIR] [--no-build]
 #   scripts/bench.sh mesh [--runs R] [--rounds N] [--count K] [--big-count K] [--fanout-count K]
@@ -44,12 +44,20 @@
 # command and output and the figure is marked failed; the script then exits 1 at the end.
 # Exits 0 when every run succeeded, whether or not the targets were met.
 #
+# rl: the RL examples' episodes and wall time to solve (scripts/bench_rl.sh; its own options).
+#
 # --no-build skips installing packages, configuring and building (the CTest smoke runs use it).
+if [[ "${1:-}" == rl ]]; then
+  shift
+  exec "$(dirname "${BASH_SOURCE[0]}")/bench_rl.sh" "$@"
+fi
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   echo "usage: scripts/bench.sh launch [--runs R] [--workers \"2 8 32 64\"] [--build-dir DIR] [--no-build]" >&2
+  echo "       scripts/bench.sh rl [--workers \"2 4 8\"] [--seeds \"0 1 2 3 4\"] [--dqn-workers 4] [--timeout S]" \
+    "[--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh mesh [--runs R] [--rounds N] [--count K] [--big-count K]" \
     "[--fanout-count K] [--workers \"8 32\"] [--protocols \"tcp ipc\"] [--timeout S]" \
     "[--build-dir DIR] [--no-build]" >&2

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Installs the Debian packages when missing, builds the Release demo (build/release) and runs it:
-#   1. ditask starting 4 workers of the greeting module (plugins/greeting), each printing a line
-#      that ditask tags with its node id;
-#   2. pipeline_demo: a ditask pipeline (events, handlers, middleware) in one process.
-# Arguments go to pipeline_demo. Works from any cwd.
+# Installs the Debian packages when missing, builds Release (build/release) and runs the main
+# example job: REINFORCE on CartPole-v1 with a learner and 3 collectors (plugins/cartpole), every
+# worker's lines tagged with its node id, until the learner prints "Solved!" and ends the job.
+# Arguments go to the job's module (e.g. `scripts/demo.sh seed=3`). Works from any cwd.
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -16,11 +15,9 @@ install_packages
 # scripts then never reconfigures. Only the targets named below are built.
 step "release: configure (build/release)" \
   cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -DDITASK_WERROR=OFF
-step "release: build ditask, greeting, pipeline_demo (-j$JOBS)" \
-  cmake --build build/release -j "$JOBS" --target ditask greeting pipeline_demo
-step_show "run ditask --package greeting --main main --parallel-workers 4" \
-  build/release/bin/ditask --package greeting --main main --parallel-workers 4
-# The mesh: node 0 listens for "greeting", nodes 1 and 2 emit "Hi" (DESIGN.md's example).
-step_show "run ditask --package greeting --main main_entry --parallel-workers 3" \
-  build/release/bin/ditask --package greeting --main main_entry --parallel-workers 3
-step_show "run build/release/bin/pipeline_demo" build/release/bin/pipeline_demo "$@"
+# The main job's module and the other examples the README runs after the demo.
+step "release: build ditask and the example modules (-j$JOBS)" \
+  cmake --build build/release -j "$JOBS" --target ditask cartpole dqn greeting echo_env faults
+step_show "run ditask --package cartpole --main main --parallel-workers 4 --roles learner:0,collector:1-" \
+  build/release/bin/ditask --package cartpole --main main --parallel-workers 4 \
+  --roles learner:0,collector:1- -- "$@"

@@ -23,6 +23,10 @@ class Writer {
     std::memcpy(&bits, &v, sizeof bits);
     u32(bits);
   }
+  void u64(std::uint64_t v) {
+    u32(static_cast<std::uint32_t>(v));
+    u32(static_cast<std::uint32_t>(v >> 32));
+  }
   Bytes take() { return std::move(out_); }
 
  private:
@@ -50,6 +54,10 @@ class Reader {
       v |= static_cast<std::uint32_t>(in_[at_++]) << (8 * i);
     }
     return v;
+  }
+  std::uint64_t u64() {
+    const std::uint64_t low = u32();
+    return low | (static_cast<std::uint64_t>(u32()) << 32);
   }
   float f32() {
     const std::uint32_t bits = u32();
@@ -130,9 +138,10 @@ Bytes encode_trajectory(const Trajectory& t) {
   if (t.states.size() != n || t.rewards.size() != n) {
     throw std::invalid_argument("a trajectory needs one state, action and reward per step");
   }
-  Writer out(12 + n * 21);
+  Writer out(20 + n * 21);
   out.magic("RLT1");
   out.u32(t.version);
+  out.u64(t.mask_seed);
   out.u32(static_cast<std::uint32_t>(n));
   for (std::size_t i = 0; i < n; ++i) {
     write_state(out, t.states[i]);
@@ -149,6 +158,7 @@ Trajectory decode_trajectory(const Bytes& bytes) {
   in.magic("RLT1");
   Trajectory t;
   t.version = in.u32();
+  t.mask_seed = in.u64();
   const std::uint32_t n = in.u32();
   in.expect(n, 21);
   t.states.reserve(n);

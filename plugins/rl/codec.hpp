@@ -3,7 +3,8 @@
 // MessagePack bin on the wire, never JSON arrays of numbers). Every integer and float is
 // little-endian; each payload starts with a 4-byte magic and a version of the policy it came from.
 //   weights:      "RLW1" u32 version, u32 count, count x f32
-//   trajectory:   "RLT1" u32 version, u32 steps, steps x (4 x f32 state, u8 action), steps x f32 reward
+//   trajectory:   "RLT1" u32 version, u64 mask seed, u32 steps, steps x (4 x f32 state, u8 action),
+//                 steps x f32 reward
 //   transitions:  "RLX1" u32 version, u32 count, count x (4 x f32 s, u8 a, f32 r, 4 x f32 s', u8 done)
 // Decoders check sizes and magic. Errors: std::runtime_error "malformed <what>: ...".
 #pragma once
@@ -28,7 +29,8 @@ Weights decode_weights(const Bytes& bytes);
 
 /// One episode as a collector ran it.
 struct Trajectory {
-  std::uint32_t version = 0;  ///< of the weights it ran with
+  std::uint32_t version = 0;    ///< of the weights it ran with
+  std::uint64_t mask_seed = 0;  ///< seed of the dropout masks the policy drew, step by step
   std::vector<std::array<float, 4>> states;
   std::vector<std::uint8_t> actions;
   std::vector<float> rewards;

@@ -20,13 +20,15 @@ int sample_action(const Eigen::VectorXf& logits, Rng& rng) {
   return rng.uniform() < static_cast<double>(p(0, 0)) ? 0 : 1;
 }
 
-Trajectory run_episode(const Mlp& policy, CartPole& env, Rng& rng, std::uint32_t version) {
+Trajectory run_episode(const Mlp& policy, CartPole& env, Rng& rng, std::uint32_t version, std::uint64_t mask_seed) {
   Trajectory t;
   t.version = version;
+  t.mask_seed = mask_seed;
+  Rng masks(mask_seed);
   CartState s = env.reset();
   while (true) {
     const Eigen::VectorXf x = to_input(s);
-    const int action = sample_action(policy.forward(x), rng);
+    const int action = sample_action(policy.forward(x, nullptr, &masks), rng);
     t.states.push_back({x[0], x[1], x[2], x[3]});
     t.actions.push_back(static_cast<std::uint8_t>(action));
     const StepResult r = env.step(action);
@@ -73,8 +75,10 @@ Eigen::VectorXf reinforce_gradient(const Mlp& policy, const Trajectory& episode,
       x(k, i) = episode.states[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)];
     }
   }
+  // One batch draws the masks in the order the episode drew them, step after step.
   MlpCache cache;
-  const Eigen::MatrixXf p = softmax(policy.forward(x, &cache));
+  Rng masks(episode.mask_seed);
+  const Eigen::MatrixXf p = softmax(policy.forward(x, &cache, &masks));
   const auto g = normalised_returns(episode.rewards, gamma);
   // d(-log p_a * G)/d(logits) = (p - onehot(a)) * G
   Eigen::MatrixXf dout = p;

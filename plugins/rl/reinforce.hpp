@@ -17,8 +17,11 @@
 
 namespace rl {
 
-/// The tutorial's policy: 4 -> 128 -> 2, ReLU, softmax over the two actions.
+/// The tutorial's policy: 4 -> 128 -> dropout 0.6 -> ReLU -> 2, softmax over the two actions.
 inline std::vector<int> policy_sizes() { return {4, 128, 2}; }
+/// Its dropout (PyTorch's nn.Dropout(p=0.6), active while acting, as the tutorial's agent never
+/// switches to eval mode). Without it, REINFORCE here collapses on some seeds.
+inline constexpr float kPolicyDropout = 0.6F;
 
 /// The state as the network's input column.
 Eigen::VectorXf to_input(const CartState& s);
@@ -26,14 +29,16 @@ Eigen::VectorXf to_input(const CartState& s);
 /// An action drawn from the softmax of `logits` (a column of 2).
 int sample_action(const Eigen::VectorXf& logits, Rng& rng);
 
-/// Runs one episode of `env` with `policy` (sampling actions, no dropout), tagged `version`.
-Trajectory run_episode(const Mlp& policy, CartPole& env, Rng& rng, std::uint32_t version);
+/// Runs one episode of `env` with `policy`, sampling actions with `rng` and drawing the
+/// policy's dropout masks from Rng(mask_seed), step by step; tagged `version`.
+Trajectory run_episode(const Mlp& policy, CartPole& env, Rng& rng, std::uint32_t version, std::uint64_t mask_seed);
 
 /// G_t = r_t + gamma G_{t+1}, then (G - mean) / (std + eps) with the unbiased std, as the
 /// tutorial does (one step: only the mean is removed).
 std::vector<float> normalised_returns(const std::vector<float>& rewards, float gamma);
 
-/// The gradient of sum_t -log pi(a_t | s_t) * G_t (normalised returns) for one episode.
+/// The gradient of sum_t -log pi(a_t | s_t) * G_t (normalised returns) for one episode, with the
+/// dropout masks the episode was run with (redrawn from its mask seed).
 Eigen::VectorXf reinforce_gradient(const Mlp& policy, const Trajectory& episode, float gamma);
 
 /// running = 0.05 * episode reward + 0.95 * running, from 0 (the tutorial's).
