@@ -25,6 +25,9 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 DITASK_PACKAGES=(g++ cmake make libboost1.81-dev nlohmann-json3-dev libcli11-dev catch2 ccache
                  pkg-config libssl-dev libeigen3-dev dpkg-dev file)
 
+# What only the tests need besides: a private Slurm (tests/slurm), network namespaces (tests/netns).
+DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2)
+
 # CMake uses ccache by itself when it is installed (CMakeLists.txt). These let ccache cache
 # translation units that use the precompiled headers instead of passing them through.
 export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
@@ -122,9 +125,10 @@ _apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
 }
 
-# Installs DITASK_PACKAGES when any is missing; quiet when none is.
+# Installs DITASK_PACKAGES (and the arguments, e.g. "${DITASK_TEST_PACKAGES[@]}") when any is
+# missing; quiet when none is.
 install_packages() {
-  local wanted=("${DITASK_PACKAGES[@]}")
+  local wanted=("${DITASK_PACKAGES[@]}" "$@")
   if ! command -v dpkg-query >/dev/null; then
     echo "==> install packages ... skipped (no dpkg: install the equivalents of ${wanted[*]})"
     return 0

@@ -34,7 +34,7 @@ fi
 stage() { [[ " ${STAGES[*]} " == *" $1 "* ]]; }
 
 timer_start "all tests passed"
-install_packages
+install_packages "${DITASK_TEST_PACKAGES[@]}"
 
 if stage debug; then
   step "debug: configure (build/debug)" \

@@ -15,6 +15,7 @@
 #include "ditask/runtime/worker.hpp"
 #include "ditask/runtime/write_all.hpp"
 #include "listen_sockets.hpp"
+#include "rendezvous.hpp"
 #include "supervisor.hpp"
 
 extern char** environ;
@@ -38,6 +39,37 @@ namespace {
 void print_option_warnings(const Options& options) {
   for (const auto& warning : option_warnings(options)) {
     detail::write_all(STDERR_FILENO, "ditask: warning: " + warning + "\n");
+  }
+}
+
+/// The rendezvous: publishes this launcher's bound addresses, adds the peers it learns to the
+/// attach list (by topology) and takes MASTER_ADDR from the rank-0 launcher.
+void meet(Plan& plan, Options& options) {
+  RendezvousSpec spec;
+  spec.url = options.rendezvous;
+  spec.run_id = plan.run_id;
+  spec.timeout = std::chrono::milliseconds(static_cast<long long>(options.startup_timeout * 1000));
+  spec.hosts = options.hosts;
+  spec.serve = options.serves_rendezvous;
+  RendezvousEntry mine;
+  if (options.platform_info.is_object()) {
+    mine.rank = options.platform_info.value("rank", std::int64_t{0});
+    spec.tasks = options.platform_info.value("tasks", std::int64_t{1});
+  } else {
+    mine.rank = plan.workers.front().node_id / options.parallel_workers;
+    spec.tasks = options.world_size / options.parallel_workers;
+  }
+  mine.host = options.address;
+  for (const auto& w : plan.workers) {
+    mine.listen.push_back(w.listen);
+  }
+  DITASK_LOG(info, "launcher") << "rendezvous at " << spec.url << " as rank " << mine.rank << " of " << spec.tasks;
+  const auto table = rendezvous(spec, mine);
+  auto peers = attach_from(table, mine.rank, options.topology);
+  peers.insert(peers.end(), options.attach_to.begin(), options.attach_to.end());
+  options.attach_to = std::move(peers);
+  if (!table.empty() && table.front().rank == 0) {
+    plan.master_addr = table.front().host;
   }
 }
 
@@ -77,7 +109,7 @@ int launch(const Options& options, const WorkerCommand& command,
   log::set_tag("launcher");
   print_option_warnings(options);
   Plan plan = plan_layout(options, run_id_for(options));
-  if (options.protocol == "tcp" && !is_loopback(options.address)) {
+  if (options.protocol == "tcp" && !is_loopback(mapped_host(options.hosts, options.address))) {
     if (options.token.empty()) {
       DITASK_LOG(warn, "launcher") << "workers listen on " << options.address
                                    << ", not a loopback address, and no --token is set: the mesh "
@@ -97,8 +129,12 @@ int launch(const Options& options, const WorkerCommand& command,
                   "check that --log-dir is writable");
     }
   }
-  ListenSockets sockets = ListenSockets::bind_all(plan);
-  plan_wiring(plan, options);
+  ListenSockets sockets = ListenSockets::bind_all(plan, options.hosts);
+  Options wired = options;
+  if (!options.rendezvous.empty()) {
+    meet(plan, wired);
+  }
+  plan_wiring(plan, wired);
   for (auto& worker : plan.workers) {
     worker.env.insert(extra_contract.begin(), extra_contract.end());
   }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ditask/launcher/plan.hpp"
+#include "ditask/runtime/hosts.hpp"
 
 namespace ditask::launcher {
 
@@ -19,9 +20,10 @@ class ListenSockets {
   ListenSockets& operator=(ListenSockets&&) = delete;
   ListenSockets(const ListenSockets&) = delete;
 
-  /// Binds and listens on each worker's address (port 0 = any free port), rewriting the plan
-  /// with the real ports, and reserves MASTER_PORT. Errors: ditask::Error naming the address.
-  static ListenSockets bind_all(Plan& plan);
+  /// Binds and listens on each worker's address (port 0 = any free port; a name mapped by `hosts`
+  /// first), rewriting the plan with the real ports, and reserves MASTER_PORT. Errors:
+  /// ditask::Error naming the address.
+  static ListenSockets bind_all(Plan& plan, const HostMap& hosts = {});
   /// The listening fd of local worker i.
   int fd(std::size_t i) const { return fds_.at(i); }
 

@@ -110,7 +110,7 @@ ListenSockets::ListenSockets(ListenSockets&& other) noexcept
   other.ipc_dir_.clear();
 }
 
-ListenSockets ListenSockets::bind_all(Plan& plan) {
+ListenSockets ListenSockets::bind_all(Plan& plan, const HostMap& hosts) {
   ListenSockets sockets;
   for (auto& worker : plan.workers) {
     if (worker.listen.rfind("ipc://", 0) == 0) {
@@ -125,7 +125,8 @@ ListenSockets ListenSockets::bind_all(Plan& plan) {
     }
     auto [host, port] = split_tcp(worker.listen);
     int bound = 0;
-    sockets.fds_.push_back(bind_tcp(host, port, 128, bound));
+    // The address keeps its name (what peers dial); the socket binds where the name maps to.
+    sockets.fds_.push_back(bind_tcp(mapped_host(hosts, host), port, 128, bound));
     worker.listen = "tcp://" + host + ":" + std::to_string(bound);
   }
   // MASTER_PORT: a free port for the user's own framework (never a mesh port). It is released
@@ -134,7 +135,7 @@ ListenSockets ListenSockets::bind_all(Plan& plan) {
     return sockets;
   }
   int reserved = 0;
-  int fd = bind_tcp(plan.master_addr, 0, 0, reserved);
+  int fd = bind_tcp(mapped_host(hosts, plan.master_addr), 0, 0, reserved);
   ::close(fd);
   plan.master_port = reserved;
   return sockets;

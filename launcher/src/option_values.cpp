@@ -2,6 +2,8 @@
 #include "option_values.hpp"
 
 #include "ditask/launcher/roles.hpp"
+#include "ditask/runtime/hosts.hpp"
+#include "rendezvous.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -147,7 +149,15 @@ Options build_options(const RawValues& values) {
     o.topology = *v;
   }
   if (const auto* v = get("platform")) {
-    throw Error("--platform " + *v + " is not supported yet", "run without --platform on one machine");
+    o.platform = *v;  // its layers were read by resolve_options
+  }
+  if (const auto* v = get("rendezvous")) {
+    check_rendezvous_url(*v);
+    o.rendezvous = *v;
+  }
+  if (const auto* v = get("hosts-file")) {
+    o.hosts_file = *v;
+    o.hosts = read_hosts_file(*v);
   }
   if (const auto* v = get("mq-type")) {
     o.mq_type = *v;
@@ -156,7 +166,7 @@ Options build_options(const RawValues& values) {
     }
   }
   if (const auto* v = get("platform-spec")) {
-    parse_platform_spec(*v);  // validated now; used with --platform
+    parse_platform_spec(*v);  // validated even without --platform
   }
   if (const auto* v = get("log-level")) {
     o.log_level = *v;
@@ -260,6 +270,12 @@ Options build_options(const RawValues& values) {
   }
   if (const auto* v = get("dry-run")) {
     o.dry_run = to_bool("dry-run", *v);
+  }
+  if (!o.rendezvous.empty() && o.platform.empty() &&
+      (o.world_size <= o.parallel_workers || o.world_size % o.parallel_workers != 0)) {
+    throw Error("--rendezvous without --platform needs --world-size, a multiple of --parallel-workers above it",
+                "the rendezvous waits for world size / parallel workers launchers; each launcher's rank is its "
+                "first --node-ids / --parallel-workers");
   }
   apply_mesh_values(values, o);
   return o;

@@ -11,6 +11,7 @@
 #include "ditask/launcher/plan.hpp"
 #include "ditask/runtime/suggest.hpp"
 #include "option_values.hpp"
+#include "platform.hpp"
 
 namespace ditask::launcher {
 
@@ -68,6 +69,9 @@ const std::vector<OptionSpec>& option_specs() {
     group("Platform", {
         {"platform", "", K::text, "", {"slurm", "k8s"}, "Read the job layout from a platform's environment"},
         {"platform-spec", "", K::text, "", {}, "Per-task settings for --platform: JSON text or a .json file"},
+        {"rendezvous", "", K::text, "", {}, "How the launchers of one job find each other at start: file:///shared/dir, tcp://host:port (served by the rank-0 launcher) or auto (tcp on the job's first host). Default: addresses from the platform's formula or --attach-to"},
+        {"host-pattern", "", K::text, "", {}, "--platform k8s in an Indexed Job: the host name of pod {index}, e.g. myjob-{index}.myjob-svc"},
+        {"hosts-file", "", K::text, "", {}, "A hosts-format file (address name...) looked up before the system resolver: the listening address, the rendezvous and the workers' dials"},
         {"mq-type", "", K::text, "nng", {"nng", "redis"}, "Message transport: 'nng' (our mesh) or 'redis'"},
         {"redis-host", "", K::text, "", {}, "Redis host for --mq-type redis"},
         {"redis-port", "", K::integer, "", {}, "Redis port for --mq-type redis"},
@@ -180,6 +184,50 @@ void use_inherited_defaults(const std::map<std::string, std::string>& env, RawVa
   }
 }
 
+/// Levels 4 and 5 of the chain: the --platform-spec task of this launcher, then the platform's
+/// environment, fill the options nothing above set. Returns what the platform read (null when
+/// local). Errors: ditask::Error from the platform's variables or spec.
+nlohmann::json apply_platform(RawValues& chosen, std::map<std::string, Source>& origins,
+                              const std::map<std::string, std::string>& env) {
+  const auto platform = chosen.find("platform");
+  if (platform == chosen.end()) {
+    return nullptr;
+  }
+  detail::build_options(chosen);  // what is given is checked first, so the numbers below are numbers
+  const nlohmann::json spec =
+      chosen.count("platform-spec") != 0 ? parse_platform_spec(chosen.at("platform-spec")) : nlohmann::json::object();
+  const bool rendezvous = chosen.count("rendezvous") != 0;
+  PlatformLayout layout;
+  if (platform->second == "slurm") {
+    layout = slurm_layout(env, !rendezvous);
+  } else {
+    const auto text = [&](const char* key) { return chosen.count(key) != 0 ? chosen.at(key) : std::string(); };
+    std::int64_t pods = 0;
+    if (!text("world-size").empty()) {
+      const Options given = detail::build_options(chosen);
+      pods = given.world_size / given.parallel_workers;
+    }
+    layout = k8s_layout(env, pods, text("host-pattern"));
+  }
+  auto values = platform_values(layout, chosen, spec);
+  // Under a platform one --ports is the base of the formula (DI-engine's): tasks sharing a host
+  // must not share ports. Its value is what the formula gives this task.
+  if (auto given = chosen.find("ports");
+      given != chosen.end() && given->second.find(',') == std::string::npos && values.spec.count("ports") == 0 &&
+      values.env.count("ports") != 0) {
+    given->second = values.env.at("ports");
+    origins["ports"] = Source::platform;
+  }
+  for (const auto& [layer, source] : {std::pair{&values.spec, Source::platform_spec}, std::pair{&values.env, Source::platform}}) {
+    for (const auto& [key, value] : *layer) {
+      if (chosen.emplace(key, value).second) {
+        origins[key] = source;
+      }
+    }
+  }
+  return values.info;
+}
+
 }  // namespace
 
 RawValues load_config(const std::string& path) {
@@ -262,7 +310,21 @@ Options resolve_options(const RawValues& command_line, const std::map<std::strin
     }
   }
   use_inherited_defaults(env, chosen, origins);
+  const nlohmann::json platform_info = apply_platform(chosen, origins, env);
   Options options = detail::build_options(chosen);
+  options.platform_info = platform_info;
+  if (options.rendezvous == "auto") {
+    if (!platform_info.is_object() || platform_info.value("auto_rendezvous", "").empty()) {
+      throw Error("--rendezvous auto needs --platform slurm or k8s (the job's first host)",
+                  "give the place explicitly: --rendezvous tcp://host:port or file:///shared/dir");
+    }
+    options.rendezvous = platform_info["auto_rendezvous"];
+    options.serves_rendezvous = platform_info.value("serves_rendezvous", false);
+  } else if (!options.rendezvous.empty()) {
+    options.serves_rendezvous = platform_info.is_object()
+                                    ? platform_info.value("rank", std::int64_t{-1}) == 0
+                                    : !options.node_ids.empty() && options.node_ids.front() == 0;
+  }
   options.run_id_explicit = chosen.count("run-id") != 0;
   if (!options.run_id_explicit) {
     options.run_id = make_run_id();

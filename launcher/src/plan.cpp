@@ -67,6 +67,7 @@ nlohmann::json plan_settings(const Plan& plan, const Options& options) {
           {"topology", options.topology},
           {"grace_period_s", options.grace_period},
           {"nodes", nodes},
+          {"hosts", options.hosts},
           {"mesh", mesh_settings(options, false)}};
 }
 
@@ -101,6 +102,9 @@ std::string make_run_id() {
 Plan plan_layout(const Options& options, const std::string& run_id) {
   Plan plan;
   plan.run_id = run_id;
+  if (!options.platform.empty()) {
+    plan.platform = options.platform;
+  }
   const auto n = static_cast<std::size_t>(options.parallel_workers);
   plan.local_world_size = options.parallel_workers;
   plan.world_size = options.world_size > 0 ? options.world_size : options.parallel_workers;
@@ -129,7 +133,9 @@ Plan plan_layout(const Options& options, const std::string& run_id) {
     }
     plan.workers.push_back(std::move(w));
   }
-  if (rank_offset == 0) {
+  if (options.platform_info.is_object() && !options.platform_info.value("master_addr", "").empty()) {
+    plan.master_addr = options.platform_info["master_addr"];  // the host of the job's rank 0
+  } else if (rank_offset == 0) {
     plan.master_addr = options.protocol == "ipc" ? "127.0.0.1" : options.address;
   } else {
     plan.master_addr = options.attach_to.empty() ? options.address : host_of(options.attach_to.front());
@@ -228,6 +234,8 @@ nlohmann::json plan_to_json(const Plan& plan, const Options& options) {
                               ? "port 0 stands for a free port the launcher binds at launch"
                               : "addresses are fixed"},
           {"mesh", mesh_settings(options, true)},
+          {"platform_layout", options.platform_info},
+          {"rendezvous", options.rendezvous.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.rendezvous)},
           {"workers", workers},
           {"options", sources}};
 }

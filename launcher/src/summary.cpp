@@ -22,9 +22,12 @@ int status_code(int status) {
 
 void say(const std::string& text) { ditask::detail::write_all(STDERR_FILENO, "ditask: " + text + "\n"); }
 
-std::string stopped_list(const std::vector<Stopped>& stopped) {
+std::string stopped_list(const std::vector<Stopped>& stopped, bool clean) {
   std::string out;
   for (const auto& s : stopped) {
+    if (s.clean != clean) {
+      continue;
+    }
     out += (out.empty() ? "" : ", ") + std::string("node ") + std::to_string(s.node_id) + " (pid " +
            std::to_string(s.pid) + ")";
   }
@@ -92,8 +95,11 @@ void print_summary(const Report& report, const Options& options) {
   for (const auto& other : report.also_failed) {
     say("also failed while stopping: " + other);
   }
-  if (!report.stopped.empty()) {
-    say("stopped by the launcher: " + stopped_list(report.stopped));
+  if (const auto clean = stopped_list(report.stopped, true); !clean.empty()) {
+    say("stopped gracefully on the launcher's signal (exit 0): " + clean);
+  }
+  if (const auto stopped = stopped_list(report.stopped, false); !stopped.empty()) {
+    say("stopped by the launcher: " + stopped);
   }
   say("exit code " + std::to_string(exit_code(report)));
 }

@@ -29,6 +29,7 @@ struct Failure {
 struct Stopped {
   std::int64_t node_id = 0;
   pid_t pid = 0;
+  bool clean = false;  ///< it exited 0 on the stop signal (a module that stops gracefully)
 };
 
 /// What happened to the job, for the summary and the exit code.

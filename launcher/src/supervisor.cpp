@@ -309,7 +309,7 @@ void Supervisor::on_attempt_over(Worker& w) {
       report_.also_failed.push_back(describe_failure(
           Failure{w.plan->node_id, w.pid, w.attempt, w.status, {}, {}}));
     } else if (w.stop_requested) {
-      report_.stopped.push_back({w.plan->node_id, w.pid});
+      report_.stopped.push_back({w.plan->node_id, w.pid, ok});
     }
     w.done = true;
     check_all_done();
@@ -375,7 +375,7 @@ void Supervisor::kill_remaining() {
       if (w.alive) {
         DITASK_LOG(error, "launcher") << "node " << w.plan->node_id << " (pid " << w.pid
                                       << ") did not exit after SIGKILL; giving up on it";
-        report_.stopped.push_back({w.plan->node_id, w.pid});
+        report_.stopped.push_back({w.plan->node_id, w.pid, false});
       }
     }
     ctx_.stop();

@@ -18,94 +18,13 @@
 #include "ditask/task.hpp"
 #include "mesh/mesh.hpp"
 #include "mesh/settings.hpp"
+#include "signal_events.hpp"
 #include "start_hook.hpp"
 
 extern char** environ;  // NOLINT: POSIX, declared by no standard header
 
 namespace ditask {
 namespace {
-
-sigset_t user_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGUSR1);
-  sigaddset(&set, SIGUSR2);
-  return set;
-}
-
-// Children forked by the module (tools, subprocess libraries) start with default signal
-// handling, not with our mask. posix_spawn() skips fork handlers: such callers reset it themselves.
-void unblock_user_signals() noexcept {
-  const sigset_t set = user_signals();
-  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-}
-
-// Every later thread inherits the mask, so SIGUSR1/SIGUSR2 reach only SignalEvents' sigwait():
-// Slurm's time-limit warning must never kill the job.
-void block_user_signals() noexcept {
-  const sigset_t set = user_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  static const int registered = pthread_atfork(nullptr, nullptr, &unblock_user_signals);
-  static_cast<void>(registered);
-}
-
-// Turns SIGUSR1/SIGUSR2 into local events "SIGUSR1"/"SIGUSR2" while the task runs.
-// Thread: one own thread, blocked in sigwait(), started when the task first starts (a signal
-// that comes earlier stays pending until then); the destructor wakes and joins it.
-class SignalEvents {
- public:
-  SignalEvents() {
-    detail::set_start_hook([this] { std::call_once(started_, [this] { start(); }); });
-  }
-  ~SignalEvents() {
-    detail::set_start_hook({});
-    if (thread_.joinable()) {
-      stopping_ = true;
-      pthread_kill(thread_.native_handle(), SIGUSR1);
-      thread_.join();
-    }
-  }
-  SignalEvents(const SignalEvents&) = delete;
-  SignalEvents& operator=(const SignalEvents&) = delete;
-
- private:
-  void start() {
-    thread_ = std::thread([this] { loop(); });
-  }
-
-  void loop() {
-    const sigset_t set = user_signals();
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);  // sigwait needs them blocked in this thread
-    for (;;) {
-      int sig = 0;
-      if (sigwait(&set, &sig) != 0) {
-        continue;
-      }
-      if (stopping_) {
-        return;
-      }
-      deliver(sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
-    }
-  }
-
-  static void deliver(const char* name) noexcept {
-    try {
-      auto& t = task();
-      if (!t.running()) {
-        DITASK_LOG(info, "worker") << "received " << name << " while the task is not running";
-        return;
-      }
-      t.post_local(name);
-      DITASK_LOG(info, "worker") << "received " << name << ": emitted local event '" << name << "'";
-    } catch (const std::exception& e) {
-      DITASK_LOG(warn, "worker") << "received " << name << " but could not emit it: " << e.what();
-    }
-  }
-
-  std::atomic<bool> stopping_{false};
-  std::once_flag started_;
-  std::thread thread_;
-};
 
 std::vector<std::string> args_after_dashes(int argc, char** argv) {
   std::vector<std::string> args;
@@ -171,7 +90,7 @@ int call_entry(const std::function<void()>& entry, const std::string& name) {
 }  // namespace
 
 int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
-  block_user_signals();  // before any thread exists, so every thread inherits the mask
+  detail::block_user_signals();  // before any thread exists, so every thread inherits the mask
   detail::set_args(std::move(args));
   WorkerEnv env;
   std::function<void()> entry;
@@ -194,7 +113,7 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
                               << "' (attempt " << env.attempt << ")";
   int code = 0;
   {
-    SignalEvents events;
+    detail::SignalEvents events;
     code = call_entry(entry, env.main);
   }
   if (task().running()) {

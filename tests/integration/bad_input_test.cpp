@@ -163,9 +163,9 @@ TEST_CASE("bad input: unknown --platform lists the choices", "[integration][bad-
                      "valid choices: slurm, k8s");
 }
 
-TEST_CASE("bad input: --platform slurm is not supported yet", "[integration][bad-input]") {
-  expect_usage_error({"--package", greeting(), "--platform", "slurm"},
-                     "--platform slurm is not supported yet", "run without --platform");
+TEST_CASE("bad input: --platform slurm outside a Slurm step names the missing variable", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting(), "--platform", "slurm"}, "--platform slurm: SLURM_PROCID is not set",
+                     "run ditask as a task of srun");
 }
 
 TEST_CASE("bad input: unknown --mq-type lists the choices", "[integration][bad-input]") {

@@ -283,14 +283,17 @@ void Mesh::dial(std::size_t i) {
     connect_to(i, address, {generic::endpoint(asio::local::stream_protocol::endpoint(a.path))}, 0);
     return;
   }
+  // --hosts-file names first: a simulated cluster's hosts never reach the system resolver.
+  const auto mapped = settings_.hosts.find(a.host);
+  const std::string host = mapped == settings_.hosts.end() ? a.host : mapped->second;
   boost::system::error_code not_literal;
-  const auto ip = asio::ip::make_address(a.host, not_literal);
+  const auto ip = asio::ip::make_address(host, not_literal);
   if (!not_literal) {  // an IP literal needs no resolver (and no resolver thread)
     connect_to(i, address, {generic::endpoint(asio::ip::tcp::endpoint(ip, a.port))}, 0);
     return;
   }
   auto resolver = std::make_shared<asio::ip::tcp::resolver>(io_);
-  resolver->async_resolve(a.host, std::to_string(a.port),
+  resolver->async_resolve(host, std::to_string(a.port),
                           [this, i, address, resolver](const boost::system::error_code& ec,
                                                        const asio::ip::tcp::resolver::results_type& results) {
                             if (ec || results.empty()) {

@@ -74,6 +74,9 @@ MeshSettings mesh_settings(const WorkerEnv& env, const char* token_env, const ch
                                           n.at("listen").get<std::string>()});
       }
     }
+    if (plan.contains("hosts")) {
+      s.hosts = plan.at("hosts").get<std::map<std::string, std::string>>();
+    }
     const json mesh = plan.value("mesh", json::object());
     if (!mesh.is_object()) {
       bad_plan("mesh", "must be an object");
@@ -91,7 +94,7 @@ MeshSettings mesh_settings(const WorkerEnv& env, const char* token_env, const ch
     s.relay = mesh.value("relay", false);
     s.token = mesh.value("token", std::string());
   } catch (const json::exception& e) {
-    bad_plan("nodes/mesh", std::string("is malformed: ") + e.what());
+    bad_plan("nodes/hosts/mesh", std::string("is malformed: ") + e.what());
   }
   if (s.token.empty() && token_env != nullptr) {
     s.token = token_env;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -43,6 +44,7 @@ struct MeshSettings {
   bool drop_when_full = false;          ///< --send-policy drop
   bool relay = false;                   ///< --relay (star hub)
   std::string token;                    ///< empty: no authentication
+  std::map<std::string, std::string> hosts;  ///< DITASK_PLAN "hosts" (--hosts-file): name -> address
 };
 
 /// Reads the settings from the parsed contract; `token_env` is DITASK_TOKEN (used when the plan has

@@ -354,12 +354,12 @@ TEST_CASE("launcher options: usage errors", "[launcher][options]") {
     CHECK_THAT(e.hint(), Contains("valid choices: slurm, k8s"));
     CHECK_THAT(resolve_error({{"platform", "slrum"}}).hint(), StartsWith("did you mean 'slurm'?"));
   }
-  SECTION("a known platform is not supported yet") {
+  SECTION("a known platform outside it: the variable that is missing") {
     auto e = resolve_error({{"platform", "slurm"}});
-    CHECK_THAT(e.what(), Equals("--platform slurm is not supported yet"));
-    CHECK_FALSE(e.hint().empty());
+    CHECK_THAT(e.what(), Equals("--platform slurm: SLURM_PROCID is not set"));
+    CHECK_THAT(e.hint(), Contains("srun"));
     CHECK_THAT(resolve_error({{"platform", "k8s"}}).what(),
-               Equals("--platform k8s is not supported yet"));
+               StartsWith("--platform k8s: neither DI_NODES and DI_RANK (DI-orchestrator) nor JOB_COMPLETION_INDEX"));
   }
   SECTION("unknown mq-type") {
     auto e = resolve_error({{"mq-type", "zmq"}});

@@ -142,6 +142,18 @@ TEST_CASE("print_summary explains the first failure", "[launcher][summary]") {
     const std::string text = stderr_of([&] { ditask::launcher::print_summary(s, options); });
     CHECK_THAT(text, Contains("stopped by SIGINT") && Contains("ditask: exit code 130"));
   }
+  SECTION("a signal some workers stopped on gracefully") {
+    Report g;
+    g.stopping = true;
+    g.cause = StopCause::signal;
+    g.signal = SIGTERM;
+    g.stopped = {{0, 10, true}, {1, 11, false}, {2, 12, true}};
+    const std::string text = stderr_of([&] { ditask::launcher::print_summary(g, options); });
+    CHECK_THAT(text, Contains("ditask: stopped gracefully on the launcher's signal (exit 0): node 0 (pid 10), "
+                              "node 2 (pid 12)\n"
+                              "ditask: stopped by the launcher: node 1 (pid 11)\n"
+                              "ditask: exit code 143\n"));
+  }
   SECTION("a failure with no stderr") {
     Report q;
     q.failure = failure(3, 9, exited(2));

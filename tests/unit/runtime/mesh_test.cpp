@@ -270,7 +270,7 @@ TEST_CASE("mesh: settings come from the contract and DITASK_PLAN, and bad values
   auto bad_nodes = env;
   bad_nodes.plan["nodes"] = ditask::json::array({{{"node_id", "x"}}});
   CHECK_THAT(error_of([&] { mesh::mesh_settings(bad_nodes, nullptr, nullptr); }).what(),
-             Catch::Contains("DITASK_PLAN: 'nodes/mesh' is malformed"));
+             Catch::Contains("DITASK_PLAN: 'nodes/hosts/mesh' is malformed"));
   auto bad_dial = env;
   bad_dial.attach_to = {"udp://127.0.0.1:1"};
   CHECK_THAT(error_of([&] { mesh::mesh_settings(bad_dial, nullptr, nullptr); }).what(),

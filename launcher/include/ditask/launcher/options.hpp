@@ -56,6 +56,11 @@ struct Options {
   std::vector<std::int64_t> node_ids;    ///< as given (padded later by the plan)
   std::string topology = "mesh";
   std::string platform;                  ///< empty: local
+  nlohmann::json platform_info;          ///< what --platform read (for --dry-run); null when local
+  std::string rendezvous;                ///< --rendezvous: file:///dir or tcp://host:port (auto resolved); empty: none
+  bool serves_rendezvous = false;        ///< this launcher serves a tcp rendezvous (else: the rank-0 one)
+  std::string hosts_file;                ///< --hosts-file
+  std::map<std::string, std::string> hosts;  ///< its names -> addresses
   std::string mq_type = "nng";
   double startup_interval = 0.0;         ///< seconds between local worker starts
   bool auto_recover = false;
