@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -31,8 +32,25 @@ std::string plugins_dir(const std::string& exe) {
   return bin.substr(0, bin.rfind('/')) + "/lib/ditask/plugins";
 }
 
+// As a container's PID 1 the kernel drops every signal without a handler: until the supervisor's
+// own handlers take over, SIGINT/SIGTERM/SIGQUIT end the launcher as they would elsewhere (no
+// worker runs yet).
+extern "C" void exit_on_signal(int sig) { ::_exit(128 + sig); }
+
+void handle_signals_as_pid_1() {
+  if (::getpid() != 1) {
+    return;
+  }
+  for (int sig : {SIGINT, SIGTERM, SIGQUIT}) {
+    std::signal(sig, exit_on_signal);
+  }
+}
+
 int run(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode != "--worker" && mode != "--probe") {
+    handle_signals_as_pid_1();
+  }
   if (mode == "--worker") {
     ditask::launcher::die_with_launcher();
     return ditask::worker_main(argc, argv);

@@ -110,6 +110,22 @@ ListenSockets::ListenSockets(ListenSockets&& other) noexcept
   other.ipc_dir_.clear();
 }
 
+/// Where to bind the advertised `host`: its --hosts-file address; else the host itself, or
+/// `fallback` (when set) if the host does not resolve now.
+static std::string bind_target(const HostMap& hosts, const std::string& host, const std::string& fallback) {
+  if (hosts.count(host) != 0 || fallback.empty()) {
+    return mapped_host(hosts, host);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* info = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &info) != 0) {
+    return fallback;
+  }
+  ::freeaddrinfo(info);
+  return host;
+}
+
 ListenSockets ListenSockets::bind_all(Plan& plan, const HostMap& hosts) {
   ListenSockets sockets;
   for (auto& worker : plan.workers) {
@@ -126,7 +142,7 @@ ListenSockets ListenSockets::bind_all(Plan& plan, const HostMap& hosts) {
     auto [host, port] = split_tcp(worker.listen);
     int bound = 0;
     // The address keeps its name (what peers dial); the socket binds where the name maps to.
-    sockets.fds_.push_back(bind_tcp(mapped_host(hosts, host), port, 128, bound));
+    sockets.fds_.push_back(bind_tcp(bind_target(hosts, host, plan.bind_host), port, 128, bound));
     worker.listen = "tcp://" + host + ":" + std::to_string(bound);
   }
   // MASTER_PORT: a free port for the user's own framework (never a mesh port). It is released
@@ -135,7 +151,7 @@ ListenSockets ListenSockets::bind_all(Plan& plan, const HostMap& hosts) {
     return sockets;
   }
   int reserved = 0;
-  int fd = bind_tcp(mapped_host(hosts, plan.master_addr), 0, 0, reserved);
+  int fd = bind_tcp(bind_target(hosts, plan.master_addr, plan.bind_host), 0, 0, reserved);
   ::close(fd);
   plan.master_port = reserved;
   return sockets;

@@ -228,6 +228,31 @@ nlohmann::json apply_platform(RawValues& chosen, std::map<std::string, Source>& 
   return values.info;
 }
 
+/// `--rendezvous auto` as the platform means it, who serves a tcp rendezvous, and the shared run
+/// id every rendezvous needs. Errors: ditask::Error (usage).
+void resolve_rendezvous(Options& options) {
+  if (options.rendezvous.empty()) {
+    return;
+  }
+  const auto& info = options.platform_info;
+  if (options.rendezvous == "auto") {
+    if (!info.is_object() || info.value("auto_rendezvous", "").empty()) {
+      throw Error("--rendezvous auto needs --platform slurm or k8s (the job's first host)",
+                  "give the place explicitly: --rendezvous tcp://host:port or file:///shared/dir");
+    }
+    options.rendezvous = info["auto_rendezvous"];
+    options.serves_rendezvous = info.value("serves_rendezvous", false);
+  } else {
+    // An explicit tcp://host:port is served by the launcher of rank 0.
+    options.serves_rendezvous = info.is_object() ? info.value("rank", std::int64_t{-1}) == 0
+                                                 : options.node_ids.empty() || options.node_ids.front() == 0;
+  }
+  if (!options.run_id_explicit) {
+    throw Error("--rendezvous needs one run id for every launcher of the job",
+                "give them the same --run-id (or DITASK_RUN_ID); under Slurm the job and step ids are one");
+  }
+}
+
 }  // namespace
 
 RawValues load_config(const std::string& path) {
@@ -313,22 +338,11 @@ Options resolve_options(const RawValues& command_line, const std::map<std::strin
   const nlohmann::json platform_info = apply_platform(chosen, origins, env);
   Options options = detail::build_options(chosen);
   options.platform_info = platform_info;
-  if (options.rendezvous == "auto") {
-    if (!platform_info.is_object() || platform_info.value("auto_rendezvous", "").empty()) {
-      throw Error("--rendezvous auto needs --platform slurm or k8s (the job's first host)",
-                  "give the place explicitly: --rendezvous tcp://host:port or file:///shared/dir");
-    }
-    options.rendezvous = platform_info["auto_rendezvous"];
-    options.serves_rendezvous = platform_info.value("serves_rendezvous", false);
-  } else if (!options.rendezvous.empty()) {
-    options.serves_rendezvous = platform_info.is_object()
-                                    ? platform_info.value("rank", std::int64_t{-1}) == 0
-                                    : !options.node_ids.empty() && options.node_ids.front() == 0;
-  }
   options.run_id_explicit = chosen.count("run-id") != 0;
   if (!options.run_id_explicit) {
     options.run_id = make_run_id();
   }
+  resolve_rendezvous(options);
   options.origins = std::move(origins);
   for (const auto& spec : option_specs()) {
     auto it = chosen.find(spec.name);

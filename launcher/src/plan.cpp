@@ -105,6 +105,12 @@ Plan plan_layout(const Options& options, const std::string& run_id) {
   if (!options.platform.empty()) {
     plan.platform = options.platform;
   }
+  // A pod's own DNS name may appear only after it started: when it does not resolve at launch,
+  // bind every address of the pod and advertise the name (peers retry their dials until it does).
+  if (auto a = options.origins.find("address");
+      options.platform == "k8s" && a != options.origins.end() && a->second == Source::platform) {
+    plan.bind_host = "0.0.0.0";
+  }
   const auto n = static_cast<std::size_t>(options.parallel_workers);
   plan.local_world_size = options.parallel_workers;
   plan.world_size = options.world_size > 0 ? options.world_size : options.parallel_workers;

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <ditask/ditask.hpp>
@@ -148,4 +149,35 @@ DITASK_MAIN(ignore_int_ready) {
   ::sigaction(SIGTERM, &action, nullptr);
   std::cout << "ready pid=" << ::getpid() << std::endl;
   block_forever();
+}
+
+// Node 0 leaves an orphan behind: a grandchild (double fork) that prints "orphan pid=<pid>" and
+// exits once node 0 is gone (its end of a pipe closes), so the launcher, its subreaper (or the PID
+// 1 of a container), must reap it; node 0 then returns. The other nodes print "ready" and wait to
+// be stopped.
+DITASK_MAIN(orphan_then_hang) {
+  if (node_id() != 0) {
+    std::cout << "ready pid=" << ::getpid() << std::endl;
+    block_forever();
+  }
+  int gone[2];
+  if (::pipe(gone) != 0) {
+    throw std::runtime_error("pipe failed");
+  }
+  std::cout.flush();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::fork() == 0) {  // the grandchild: reparented to the subreaper once its parent exits
+      ::close(gone[1]);
+      std::printf("orphan pid=%d\n", static_cast<int>(::getpid()));
+      std::fflush(stdout);
+      char byte = 0;
+      [[maybe_unused]] const auto n = ::read(gone[0], &byte, 1);  // EOF when node 0 has exited
+      ::_exit(0);
+    }
+    ::_exit(0);
+  }
+  ::close(gone[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);  // the intermediate child is ours to reap; the grandchild is not
 }

@@ -218,6 +218,11 @@ void DitaskProcess::kill_all() {
 
 void DitaskProcess::start(const std::vector<std::string>& args, const Env& extra_env,
                           const std::vector<std::string>& unset_env) {
+  start_wrapped({}, args, extra_env, unset_env);
+}
+
+void DitaskProcess::start_wrapped(const std::vector<std::string>& wrapper, const std::vector<std::string>& args,
+                                  const Env& extra_env, const std::vector<std::string>& unset_env) {
   REQUIRE(pid_ < 0);
   args_ = args;
   std::array<int, 2> out_pipe{};
@@ -225,7 +230,8 @@ void DitaskProcess::start(const std::vector<std::string>& args, const Env& extra
   REQUIRE(::pipe2(out_pipe.data(), O_CLOEXEC) == 0);
   REQUIRE(::pipe2(err_pipe.data(), O_CLOEXEC) == 0);
 
-  std::vector<std::string> argv_text = {DITASK_BIN};
+  std::vector<std::string> argv_text = wrapper;
+  argv_text.push_back(DITASK_BIN);
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   auto envp_text = child_environment(extra_env, unset_env);
   auto argv = c_strings(argv_text);

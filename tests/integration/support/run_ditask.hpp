@@ -77,6 +77,10 @@ class DitaskProcess {
   /// Starts `ditask args...` (environment as for run_ditask). REQUIREs that the spawn worked.
   void start(const std::vector<std::string>& args, const Env& extra_env = {},
              const std::vector<std::string>& unset_env = {});
+  /// Starts `wrapper... ditask args...` (e.g. `unshare --pid --fork ditask ...`); pid() is then
+  /// the wrapper's.
+  void start_wrapped(const std::vector<std::string>& wrapper, const std::vector<std::string>& args,
+                     const Env& extra_env = {}, const std::vector<std::string>& unset_env = {});
   pid_t pid() const { return pid_; }
   pid_t pgid() const { return pid_; }  // the launcher leads its own group
 

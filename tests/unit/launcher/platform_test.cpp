@@ -225,3 +225,18 @@ TEST_CASE("rendezvous: bad values and missing sizes exit 2", "[launcher][platfor
   CHECK_THAT(error_of([] { resolve_options({{"package", "x"}, {"rendezvous", "auto"}, {"world-size", "2"}}, {}); }).what(),
              Catch::StartsWith("--rendezvous auto needs --platform slurm or k8s"));
 }
+
+TEST_CASE("rendezvous: every launcher of the job needs the same run id", "[launcher][platform]") {
+  const auto e = error_of([] {
+    resolve_options({{"package", "x"}, {"rendezvous", "tcp://h:7"}, {"world-size", "4"}, {"parallel-workers", "2"}}, {});
+  });
+  CHECK(std::string(e.what()) == "--rendezvous needs one run id for every launcher of the job");
+  const auto o = resolve_options({{"package", "x"}, {"rendezvous", "tcp://h:7"}, {"world-size", "4"},
+                                  {"parallel-workers", "2"}, {"run-id", "job-1"}},
+                                 {});
+  CHECK(o.serves_rendezvous);  // node ids from 0: rank 0 serves
+  const auto other = resolve_options({{"package", "x"}, {"rendezvous", "tcp://h:7"}, {"world-size", "4"},
+                                      {"parallel-workers", "2"}, {"node-ids", "2"}},
+                                     {{"DITASK_RUN_ID", "job-1"}});
+  CHECK_FALSE(other.serves_rendezvous);
+}

@@ -32,6 +32,8 @@ struct Plan {
   std::int64_t local_world_size = 0;
   std::string master_addr;
   std::int64_t master_port = 0;          ///< for the user's own framework; 0 until launch
+  std::string bind_host;                 ///< where tcp sockets bind when the advertised host does not
+                                         ///< resolve yet (Kubernetes: 0.0.0.0, pod DNS comes late)
   std::vector<WorkerPlan> workers;
 };
 
