@@ -69,9 +69,9 @@ TEST_CASE("resolve_package says where it looked", "[loader]") {
 TEST_CASE("list_entries reads the DITASK_MAIN entries without loading", "[loader]") {
   CHECK(ditask::list_entries(module_path("faults")) ==
         std::vector<std::string>{"exit_code", "fail_first_attempt", "fail_on_node", "hang",
-                                 "hang_ready", "ignore_int_ready", "kill_self", "noop", "segv",
-                                 "segv_on_node", "spam", "stderr_then_die", "throw_error",
-                                 "usr1_event"});
+                                 "hang_ready", "ignore_int_ready", "kill_self", "noop",
+                                 "orphan_then_hang", "segv", "segv_on_node", "spam",
+                                 "stderr_then_die", "throw_error", "usr1_event"});
   CHECK(ditask::list_entries(module_path("greeting")) ==
         std::vector<std::string>{"main", "main_entry"});
   CHECK(ditask::list_entries(module_path("echo_env")) == std::vector<std::string>{"main"});
