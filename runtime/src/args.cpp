@@ -9,6 +9,7 @@
 #include "ditask/error.hpp"
 #include "ditask/module.hpp"
 #include "ditask/runtime/worker.hpp"
+#include "internal_access.hpp"
 
 namespace ditask {
 namespace {

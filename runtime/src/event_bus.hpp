@@ -41,7 +41,7 @@ struct WaitState {
 /// sees the events queued after its registration, plus, while the startup window is open, the
 /// remote events the window kept (StartupWindow).
 /// Thread: every method is safe from any thread; handlers run on the dispatcher thread.
-class DITASK_API EventBus : public std::enable_shared_from_this<EventBus> {
+class EventBus : public std::enable_shared_from_this<EventBus> {
  public:
   /// Receives each handler failure (on the dispatcher thread).
   using ErrorSink = std::function<void(const std::string& event, std::exception_ptr error)>;

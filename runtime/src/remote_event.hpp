@@ -17,7 +17,7 @@ namespace ditask::detail {
 
 /// Told once per remote event when its handlers ran or it was dropped (acknowledgements and
 /// flow control). Thread: the dispatcher thread (or whoever drops the event).
-class DITASK_API Receipt {
+class Receipt {
  public:
   virtual ~Receipt() = default;
   /// `handled`: at least one handler saw it.
@@ -39,7 +39,7 @@ struct PackedPayload {
     return PackedArgs{bytes.data() + args_begin, bytes.data() + args_end, count, named_count};
   }
   /// The arguments as JSON. Errors: ditask::Error (never for a payload the mesh accepted).
-  DITASK_API EventArgs unpack() const;
+  EventArgs unpack() const;
 };
 
 /// One remote event (or a runtime notice such as peer_joined, which has no receipt). Exactly

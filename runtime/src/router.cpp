@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "internal_access.hpp"
 #include "mesh/mesh.hpp"
 
 namespace ditask {
@@ -10,7 +11,7 @@ namespace ditask {
 struct Router::State {
   mutable std::mutex mutex;
   bool active = false;  // guarded by mutex, like identity
-  Identity identity;
+  detail::RouterIdentity identity;
 };
 
 Router::Router() : state_(std::make_unique<State>()) {}
@@ -56,16 +57,16 @@ MeshStats Router::stats() const {
   return mesh ? mesh->stats() : MeshStats{};
 }
 
-void Router::activate(Identity identity) {
-  std::lock_guard lock(state_->mutex);
-  state_->identity = std::move(identity);
-  state_->active = true;
+void detail::RouterAccess::activate(Router& router, RouterIdentity identity) {
+  std::lock_guard lock(router.state_->mutex);
+  router.state_->identity = std::move(identity);
+  router.state_->active = true;
 }
 
-void Router::deactivate() noexcept {
-  std::lock_guard lock(state_->mutex);
-  state_->active = false;
-  state_->identity = Identity{};
+void detail::RouterAccess::deactivate(Router& router) noexcept {
+  std::lock_guard lock(router.state_->mutex);
+  router.state_->active = false;
+  router.state_->identity = RouterIdentity{};
 }
 
 }  // namespace ditask

@@ -6,6 +6,7 @@
 
 #include "ditask/runtime/log.hpp"
 #include "ditask/task.hpp"
+#include "internal_access.hpp"
 #include "start_hook.hpp"
 
 namespace ditask::detail {
@@ -59,7 +60,7 @@ void deliver(const char* name) noexcept {
       DITASK_LOG(info, "worker") << "received " << name << " while the task is not running";
       return;
     }
-    t.post_local(name);
+    TaskAccess::post_local(t, name);
     DITASK_LOG(info, "worker") << "received " << name << ": emitted local event '" << name << "'";
   } catch (const std::exception& e) {
     DITASK_LOG(warn, "worker") << "received " << name << " but could not emit it: " << e.what();
@@ -71,7 +72,7 @@ void deliver_term() noexcept {
   auto& t = task();
   bool wanted = false;
   try {
-    wanted = t.running() && t.handler_count("SIGTERM") > 0;
+    wanted = t.running() && TaskAccess::handler_count(t, "SIGTERM") > 0;
   } catch (...) {
   }
   if (!wanted) {

@@ -4,6 +4,7 @@
 #include "ditask/runtime/log.hpp"
 #include "ditask/task.hpp"
 #include "mesh/mesh.hpp"
+#include "internal_access.hpp"
 #include "task_impl.hpp"
 
 namespace ditask {
@@ -60,8 +61,8 @@ std::size_t Task::off(std::string_view pattern) { return impl_->live_bus()->remo
 
 bool Task::off(std::string_view event, HandlerId id) { return impl_->live_bus()->remove(event, id); }
 
-std::size_t Task::handler_count(std::string_view event) const {
-  return impl_->live_bus()->count(event);
+std::size_t detail::TaskAccess::handler_count(const Task& task, std::string_view event) {
+  return task.impl_->live_bus()->count(event);
 }
 
 void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
@@ -109,8 +110,8 @@ void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view la
   }
 }
 
-void Task::post_local(std::string_view event, EventArgs args) {
-  if (!impl_->live_bus()->post(std::string(event), std::move(args))) {
+void detail::TaskAccess::post_local(Task& task, std::string_view event, EventArgs args) {
+  if (!task.impl_->live_bus()->post(std::string(event), std::move(args))) {
     throw_not_running();
   }
 }

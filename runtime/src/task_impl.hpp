@@ -23,7 +23,8 @@ class Mesh;
 
 /// The state behind ditask::task(). Split over task.cpp (lifecycle, labels), task_events.cpp and
 /// task_middleware.cpp.
-struct Task::Impl {
+// Hidden: Task is exported, and its nested types would be too.
+struct __attribute__((visibility("hidden"))) Task::Impl {
   struct Step {
     Middleware fn;
     std::optional<Lock> lock;

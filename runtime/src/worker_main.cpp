@@ -19,6 +19,7 @@
 #include "mesh/mesh.hpp"
 #include "mesh/settings.hpp"
 #include "signal_events.hpp"
+#include "internal_access.hpp"
 #include "start_hook.hpp"
 
 extern char** environ;  // NOLINT: POSIX, declared by no standard header
@@ -100,8 +101,8 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
     if (env.log_level) {
       log::set_level(*env.log_level);
     }
-    task().router().activate(
-        Router::Identity{env.node_id, env.local_id, env.parallel_workers, env.labels, env.roles});
+    detail::RouterAccess::activate(
+        task().router(), detail::RouterIdentity{env.node_id, env.local_id, env.parallel_workers, env.labels, env.roles});
     detail::mesh::set_worker_settings(
         detail::mesh::mesh_settings(env, std::getenv("DITASK_TOKEN"), std::getenv("DITASK_LISTEN_FD")));
     entry = resolve(env);

@@ -20,12 +20,6 @@ namespace ditask {
 /// Thread: any; fixed before the entry runs.
 DITASK_API const std::vector<std::string>& args();
 
-namespace detail {
-/// Replaces args(). Called by worker mode before the entry runs (and by tests), never concurrently
-/// with args().
-DITASK_API void set_args(std::vector<std::string> args);
-}  // namespace detail
-
 }  // namespace ditask
 
 // Modules are built with hidden visibility; the entry symbols must stay visible to dlsym.

@@ -11,6 +11,10 @@
 
 namespace ditask {
 
+namespace detail {
+struct RouterAccess;
+}  // namespace detail
+
 /// Local events the runtime emits in a worker (handlers see them like any other event).
 namespace events {
 /// A peer completed the hello. Named arguments: node_id, attempt, labels (array), address.
@@ -48,15 +52,6 @@ struct MeshStats {
 /// module's entry runs. Thread: any (values are fixed while the task runs).
 class DITASK_API Router {
  public:
-  /// What worker mode learned from the launcher.
-  struct Identity {
-    std::int64_t node_id = 0;
-    std::int64_t local_id = 0;
-    std::int64_t parallel_workers = 1;
-    std::set<std::string> labels;
-    std::set<std::string> roles;
-  };
-
   Router();
   ~Router();
   Router(const Router&) = delete;
@@ -81,12 +76,8 @@ class DITASK_API Router {
   /// Counters of the mesh (all zero while inactive).
   MeshStats stats() const;
 
-  /// Makes the router active with `identity`. Called by worker mode, not by modules.
-  void activate(Identity identity);
-  /// Back to inactive (tests, shutdown).
-  void deactivate() noexcept;
-
  private:
+  friend struct detail::RouterAccess;
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -25,6 +25,10 @@ namespace ditask {
 
 class Task;
 
+namespace detail {
+struct TaskAccess;
+}  // namespace detail
+
 /// Options of Task::start (DI-engine's `task.start(async_mode, n_async_workers, ctx, labels)`).
 struct StartOptions {
   /// Run the forwards of one step concurrently on a pool, then sync().
@@ -121,8 +125,6 @@ class DITASK_API Task {
   std::size_t off(std::string_view pattern);
   /// Removes one handler; false when it was not (or no longer) registered.
   bool off(std::string_view event, HandlerId id);
-  /// Handlers currently registered for `event`, waiters included (a test and debugging aid).
-  std::size_t handler_count(std::string_view event) const;
 
   /// Emits to local handlers and, when the router is active, to remote peers. ditask::kw()
   /// values become named arguments. Errors: ditask::HandlerError of an earlier handler failure;
@@ -189,10 +191,6 @@ class DITASK_API Task {
                     std::string_view event, EventArgs args);
   /// The untyped form of emit.
   void emit_args(std::string_view event, EventArgs args, Scope scope = Scope::local_and_remote);
-  /// Queues a local event without surfacing an earlier handler failure, which stays pending for
-  /// the module's own threads (for runtime threads such as the signal watcher).
-  /// Errors: ditask::Error when not running.
-  void post_local(std::string_view event, EventArgs args = {});
 
   /// Subscribes now to the next emit of `event`; wait on the result later. Prefer this over
   /// wait_for() when the event may be emitted between deciding to wait and waiting. During the
@@ -294,6 +292,7 @@ class DITASK_API Task {
   Router& router() noexcept;
 
  private:
+  friend struct detail::TaskAccess;
   struct Impl;
 
   void start_locked(StartOptions options, std::shared_ptr<detail::EventBus> bus);

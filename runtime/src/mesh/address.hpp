@@ -26,6 +26,6 @@ struct Address {
 /// Parses `tcp://host:port` (`tcp://[::1]:port` for IPv6) or `ipc:///abs/path`.
 /// Errors: ditask::Error naming the address: unknown scheme, missing/bad port, empty host,
 /// relative or too long ipc path (never truncated).
-DITASK_API Address parse_address(std::string_view text);
+Address parse_address(std::string_view text);
 
 }  // namespace ditask::detail::mesh

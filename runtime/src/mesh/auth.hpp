@@ -19,7 +19,7 @@
 //     one of these, an attacker holding two connections to us could relay our proof from one to
 //     the other while claiming our node id.
 //
-// Pure code: no sockets, no threads. DITASK_API only makes these visible to the unit tests.
+// Pure code: no sockets, no threads.
 #pragma once
 
 #include <array>
@@ -38,23 +38,23 @@ inline constexpr std::size_t kProofHexChars = 64;
 
 /// 32 random bytes from RAND_bytes, as 64 lowercase hex characters. Thread: any.
 /// Errors: ditask::Error when the random generator fails.
-DITASK_API std::string make_nonce();
+std::string make_nonce();
 
 /// HMAC-SHA256 of `data` keyed by `key` (RFC 2104), the raw 32 bytes. Thread: any.
 /// Errors: ditask::Error when libcrypto fails (the message never shows the key).
-DITASK_API std::array<std::uint8_t, 32> hmac_sha256(std::string_view key,
+std::array<std::uint8_t, 32> hmac_sha256(std::string_view key,
                                                     std::span<const std::uint8_t> data);
 
 /// The proof a node sends after reading the peer's hello: hex HMAC-SHA256 keyed by `token` over
 /// the message above, where `challenge` is the PEER's nonce. Thread: any.
 /// Errors: ditask::Error for an empty token, or when libcrypto fails.
-DITASK_API std::string auth_proof(std::string_view token, std::string_view challenge,
+std::string auth_proof(std::string_view token, std::string_view challenge,
                                   std::string_view own_nonce, std::int64_t own_node_id);
 
 /// True when `proof` is what a holder of `token` answers to our nonce `challenge`, given the
 /// peer's nonce and node id from its hello. Compares in constant time (CRYPTO_memcmp). False for
 /// an empty token, and for a proof of the wrong length or not lowercase hex. Thread: any.
-DITASK_API bool verify_proof(std::string_view token, std::string_view challenge,
+bool verify_proof(std::string_view token, std::string_view challenge,
                              std::string_view peer_nonce, std::int64_t peer_node_id,
                              std::string_view proof);
 

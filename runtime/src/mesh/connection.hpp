@@ -40,10 +40,10 @@ enum class SendResult { queued, dropped, timed_out, closed };
 /// acknowledged by the peer, so what a lost connection took with it is counted exactly.
 /// Thread: reading, writing and the Owner callbacks on the io thread; send_*, close and
 /// delivered() from any thread.
-class DITASK_API Link final : public Receipt, public std::enable_shared_from_this<Link> {
+class Link final : public Receipt, public std::enable_shared_from_this<Link> {
  public:
   /// Receives what a Link reads. Called on the io thread.
-  class DITASK_API Owner {
+  class Owner {
    public:
     virtual ~Owner() = default;
     /// One complete frame (hello, auth, event, ...).

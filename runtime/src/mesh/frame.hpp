@@ -12,8 +12,7 @@
 //       26    2 reserved (must be 0)
 //       28    4 payload length in bytes
 //
-// Pure code: no sockets, no threads. The DITASK_API marks only make these visible to the unit tests
-// (the runtime library hides everything else).
+// Pure code: no sockets, no threads.
 #pragma once
 
 #include <array>
@@ -80,14 +79,14 @@ struct FrameHeader {
 };
 
 /// The header of `frame` (its topic and payload sizes included).
-DITASK_API FrameHeader header_of(const Frame& frame) noexcept;
+FrameHeader header_of(const Frame& frame) noexcept;
 
 /// The 32 header bytes, so a writer can send header + topic + payload as one buffer sequence
 /// without copying the payload. Errors: ditask::Error when the topic or payload is too long.
-DITASK_API std::array<std::uint8_t, kHeaderSize> encode_header(const FrameHeader& header);
+std::array<std::uint8_t, kHeaderSize> encode_header(const FrameHeader& header);
 
 /// The whole frame as one contiguous buffer. Errors: as encode_header.
-DITASK_API std::vector<std::uint8_t> encode(const Frame& frame);
+std::vector<std::uint8_t> encode(const Frame& frame);
 
 /// A parsed header, or why it was refused.
 struct HeaderResult {
@@ -97,7 +96,7 @@ struct HeaderResult {
 
 /// Parses and validates 32 header bytes: magic, version, type, reserved field, and topic + payload
 /// no longer than `max_frame_bytes`. For readers that read the header and the body separately.
-DITASK_API HeaderResult decode_header(std::span<const std::uint8_t, kHeaderSize> bytes,
+HeaderResult decode_header(std::span<const std::uint8_t, kHeaderSize> bytes,
                                       std::size_t max_frame_bytes);
 
 /// What one FrameDecoder::feed produced: the frames completed by these bytes (in order) and, when
@@ -111,7 +110,7 @@ struct DecodeResult {
 /// more than kHeaderSize + max_frame_bytes, whatever a header claims.
 /// Thread: one owner (the connection's reader). After an error it is poisoned: every later feed
 /// returns the same error and no frames, and the caller closes the connection.
-class DITASK_API FrameDecoder {
+class FrameDecoder {
  public:
   /// `max_frame_bytes` bounds topic + payload of one frame.
   explicit FrameDecoder(std::size_t max_frame_bytes);
@@ -146,28 +145,28 @@ struct Bye {
 };
 /// The payload of a bye frame: MessagePack {"reason": reason}, plus "permanent": true when set and
 /// "you": the refusal as the receiver should word it, when not empty.
-DITASK_API std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent = false,
+std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent = false,
                                                 std::string_view you = {});
 /// A bye payload; reason "no reason given" for anything malformed (never throws for bad input).
-DITASK_API Bye decode_bye(std::span<const std::uint8_t> payload);
+Bye decode_bye(std::span<const std::uint8_t> payload);
 
 /// Deepest array/map nesting decode_event_args accepts.
 inline constexpr std::size_t kMaxNesting = 256;
 
 /// The payload of an event frame: MessagePack of {"a": args, "k": kwargs}; binary arguments stay
 /// MessagePack bin. Errors: none for values EventArgs can hold.
-DITASK_API std::vector<std::uint8_t> encode_event_args(const EventArgs& args);
+std::vector<std::uint8_t> encode_event_args(const EventArgs& args);
 
 /// Parses an event payload. Errors: ditask::Error "malformed event payload: ..." for anything but
 /// a map with an array "a" and a map "k" (extra keys are ignored), and for nesting deeper than
 /// kMaxNesting, so hostile input cannot exhaust the stack.
-DITASK_API EventArgs decode_event_args(std::span<const std::uint8_t> payload);
+EventArgs decode_event_args(std::span<const std::uint8_t> payload);
 
 /// Checks an event payload as decode_event_args would and, when it has the layout
 /// encode_event_args writes (`{"a": [...], "k": {...}}`, in that order), says where the
 /// positional arguments lie (the returned `bytes` stay empty: move the payload in). nullopt for
 /// well-formed MessagePack in another layout (decode_event_args then decides). Errors: ditask::Error
 /// "malformed event payload: ..." for bytes that are not one well-formed MessagePack value.
-DITASK_API std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> payload);
+std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> payload);
 
 }  // namespace ditask::detail::mesh

@@ -20,7 +20,7 @@
 // keys are ignored (a later version may add some). A hello of another version is decoded only as
 // far as its "v", so hello_refusal (refusal.hpp) can name the mismatch.
 //
-// Pure code: no sockets, no threads. DITASK_API only makes these visible to the unit tests.
+// Pure code: no sockets, no threads.
 #pragma once
 
 #include <cstddef>
@@ -72,14 +72,14 @@ struct Hello {
 
 /// The hello payload (the table above). Errors: ditask::Error "invalid hello: ..." when a field
 /// breaks its limits, so whatever we send, a peer of our version can decode.
-DITASK_API std::vector<std::uint8_t> encode_hello(const Hello& hello);
+std::vector<std::uint8_t> encode_hello(const Hello& hello);
 
 /// Parses a hello payload from the wire. Memory and stack use are bounded by kMaxHelloBytes and
 /// kMaxHelloNesting whatever the bytes claim.
 /// Errors: ditask::Error "malformed hello: ..." (one line) for anything but a valid payload.
-DITASK_API Hello decode_hello(std::span<const std::uint8_t> payload);
+Hello decode_hello(std::span<const std::uint8_t> payload);
 
 /// `text` for an error or log line: control bytes as \xNN, cut after `max` bytes.
-DITASK_API std::string printable(std::string_view text, std::size_t max = 64);
+std::string printable(std::string_view text, std::size_t max = 64);
 
 }  // namespace ditask::detail::mesh

@@ -48,7 +48,7 @@ struct SendTarget {
 
 /// One worker's mesh. Owns one io thread. Thread: every public method is safe from any thread
 /// except the io thread.
-class DITASK_API Mesh final : public Link::Owner {
+class Mesh final : public Link::Owner {
  public:
   explicit Mesh(MeshSettings settings);
   ~Mesh() override;
@@ -194,7 +194,7 @@ class DITASK_API Mesh final : public Link::Owner {
 };
 
 /// Worker mode stores its settings here; the mesh itself starts with the first Task::start().
-DITASK_API void set_worker_settings(MeshSettings settings);
+void set_worker_settings(MeshSettings settings);
 /// The worker's mesh: nullptr outside worker mode; created and started on the first call with
 /// `create`. Errors: as Mesh::start.
 std::shared_ptr<Mesh> worker_mesh(bool create);

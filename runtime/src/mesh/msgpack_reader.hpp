@@ -17,10 +17,10 @@ namespace ditask::detail::mesh {
 /// Parses exactly one MessagePack value filling all of `bytes`. Errors: ditask::Error with the
 /// reason (truncated, trailing bytes, invalid byte 0xc1, a non-string map key, nesting deeper
 /// than `max_depth`).
-DITASK_API nlohmann::json read_msgpack(std::span<const std::uint8_t> bytes, std::size_t max_depth);
+nlohmann::json read_msgpack(std::span<const std::uint8_t> bytes, std::size_t max_depth);
 
 /// Checks the one MessagePack value starting at `pos` by the rules of read_msgpack, without
 /// building it; returns the offset just past it. Errors: as read_msgpack.
-DITASK_API std::size_t skip_msgpack(std::span<const std::uint8_t> bytes, std::size_t pos, std::size_t max_depth);
+std::size_t skip_msgpack(std::span<const std::uint8_t> bytes, std::size_t pos, std::size_t max_depth);
 
 }  // namespace ditask::detail::mesh

@@ -16,7 +16,7 @@ namespace ditask::detail::mesh {
 /// builds the mesh: N links then cost one allocation instead of N on the io thread (whose malloc
 /// arena grows a few pages, one mprotect, at a time). A link whose reads fill its buffer moves
 /// to a larger one of its own. Thread: any.
-class DITASK_API ReadBufferPool {
+class ReadBufferPool {
  public:
   /// `count` buffers of `size` bytes.
   ReadBufferPool(std::size_t count, std::size_t size);

@@ -24,31 +24,31 @@ struct Refusal {
 /// Every reason a hello or its proof is refused.
 namespace refusal {
 /// It speaks wire version `theirs`, we speak `ours`.
-DITASK_API Refusal version(std::uint32_t theirs, std::uint32_t ours);
+Refusal version(std::uint32_t theirs, std::uint32_t ours);
 /// A hello that carries our own instance: we dialled ourselves.
-DITASK_API Refusal ourselves();
+Refusal ourselves();
 /// Explicit run ids that differ.
-DITASK_API Refusal run_id(const std::string& theirs, const std::string& ours);
+Refusal run_id(const std::string& theirs, const std::string& ours);
 /// It claims our own node id.
-DITASK_API Refusal own_node_id(std::int64_t id);
+Refusal own_node_id(std::int64_t id);
 /// Another process with node id `id` is already connected (its attempt and address).
-DITASK_API Refusal duplicate_node(std::int64_t id, std::int64_t attempt, const std::string& listen);
+Refusal duplicate_node(std::int64_t id, std::int64_t attempt, const std::string& listen);
 /// It requires a token and we have none.
-DITASK_API Refusal token_unexpected();
+Refusal token_unexpected();
 /// We require a token and it sent none.
-DITASK_API Refusal token_missing();
+Refusal token_missing();
 /// Its proof does not match our token.
-DITASK_API Refusal wrong_token();
+Refusal wrong_token();
 /// It sent back our own nonce.
-DITASK_API Refusal nonce_replayed();
+Refusal nonce_replayed();
 /// An auth frame we did not ask for.
-DITASK_API Refusal unexpected_auth();
+Refusal unexpected_auth();
 /// A second hello on one connection.
-DITASK_API Refusal second_hello();
+Refusal second_hello();
 }  // namespace refusal
 
 /// Why `mine` must refuse `theirs` from their hellos alone, or nullopt: another wire version, our
 /// own instance, or run ids that differ while both are explicit. Checked in that order.
-DITASK_API std::optional<Refusal> hello_refusal(const Hello& mine, const Hello& theirs);
+std::optional<Refusal> hello_refusal(const Hello& mine, const Hello& theirs);
 
 }  // namespace ditask::detail::mesh

@@ -49,10 +49,10 @@ struct MeshSettings {
 
 /// Reads the settings from the parsed contract; `token_env` is DITASK_TOKEN (used when the plan has
 /// no token, e.g. under srun). Errors: ditask::Error naming the bad plan key or address.
-DITASK_API MeshSettings mesh_settings(const WorkerEnv& env, const char* token_env, const char* listen_fd_env);
+MeshSettings mesh_settings(const WorkerEnv& env, const char* token_env, const char* listen_fd_env);
 
 /// Node ids of the local workers expected to dial this one (mesh: every higher local worker;
 /// star: every other local worker when this is local worker 0).
-DITASK_API std::vector<LocalNode> expected_inbound(const MeshSettings& settings);
+std::vector<LocalNode> expected_inbound(const MeshSettings& settings);
 
 }  // namespace ditask::detail::mesh

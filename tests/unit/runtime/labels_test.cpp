@@ -6,6 +6,8 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include "internal_access.hpp"
 #include <ditask/ditask.hpp>
 
 namespace {
@@ -18,7 +20,7 @@ struct DeactivateRouter {
   DeactivateRouter() = default;
   DeactivateRouter(const DeactivateRouter&) = delete;
   DeactivateRouter& operator=(const DeactivateRouter&) = delete;
-  ~DeactivateRouter() { ditask::task().router().deactivate(); }
+  ~DeactivateRouter() { ditask::detail::RouterAccess::deactivate(ditask::task().router()); }
 };
 
 }  // namespace
@@ -100,12 +102,12 @@ TEST_CASE("an active router labels the task distributed, node.<id> and the route
           "[task][router][labels]") {
   auto& task = ditask::task();
   DeactivateRouter deactivate_at_end;
-  ditask::Router::Identity identity;
+  ditask::detail::RouterIdentity identity;
   identity.node_id = 3;
   identity.local_id = 1;
   identity.parallel_workers = 2;
   identity.labels = {"learner", "gpu"};
-  task.router().activate(identity);
+  ditask::detail::RouterAccess::activate(task.router(), identity);
 
   CHECK(task.router().is_active());
   CHECK(task.router().node_id() == 3);
@@ -124,7 +126,7 @@ TEST_CASE("an active router labels the task distributed, node.<id> and the route
     CHECK_FALSE(task.match_labels("standalone"));
   }
 
-  task.router().deactivate();
+  ditask::detail::RouterAccess::deactivate(task.router());
   CHECK_FALSE(task.router().is_active());
   CHECK(task.router().node_id() == 0);
   CHECK(task.router().labels().empty());
@@ -166,7 +168,7 @@ TEST_CASE("start while running or with no async workers throws ditask::Error", "
     CHECK_THROWS_AS(task.start(), ditask::Error);
     CHECK(task.running());  // the failed start left the running task alone
     task.on("still", [](const ditask::EventArgs&) {});
-    CHECK(task.handler_count("still") == 1);
+    CHECK(ditask::detail::TaskAccess::handler_count(task, "still") == 1);
   }
   CHECK_FALSE(task.running());
 

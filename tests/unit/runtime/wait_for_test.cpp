@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include "internal_access.hpp"
 #include <ditask/ditask.hpp>
 
 using namespace std::chrono_literals;
@@ -36,7 +38,7 @@ bool spin_until(Pred pred, std::chrono::milliseconds limit = 10s) {
 std::jthread emit_when_waited(std::string event, int value) {
   return std::jthread([event = std::move(event), value] {
     auto& task = ditask::task();
-    if (spin_until([&] { return task.handler_count(event) > 0; })) {
+    if (spin_until([&] { return ditask::detail::TaskAccess::handler_count(task, event) > 0; })) {
       task.emit(event, value);
     }
   });
@@ -61,16 +63,16 @@ TEST_CASE("wait_for returns the arguments of the next emit", "[task][wait_for]")
   REQUIRE(got.has_value());
   CHECK(got->get<int>(0) == 42);
   CHECK(got->size() == 1);
-  CHECK(task.handler_count("answer") == 0);
+  CHECK(ditask::detail::TaskAccess::handler_count(task, "answer") == 0);
 }
 
 TEST_CASE("wait_for times out with nullopt and leaves no handler behind", "[task][wait_for][defects]") {
   auto& task = ditask::task();
   auto running = task.start();
   CHECK_FALSE(task.wait_for("never", 50ms).has_value());
-  CHECK(task.handler_count("never") == 0);
+  CHECK(ditask::detail::TaskAccess::handler_count(task, "never") == 0);
   CHECK_FALSE(task.wait_for("never", 0ms).has_value());
-  CHECK(task.handler_count("never") == 0);
+  CHECK(ditask::detail::TaskAccess::handler_count(task, "never") == 0);
 }
 
 TEST_CASE("k wait_for calls leave nothing behind: one later emit reaches a handler exactly once",
@@ -83,14 +85,14 @@ TEST_CASE("k wait_for calls leave nothing behind: one later emit reaches a handl
     auto got = task.wait_for("y", 10s);
     REQUIRE(got.has_value());
     CHECK(got->get<int>(0) == i);
-    CHECK(task.handler_count("y") == 0);
+    CHECK(ditask::detail::TaskAccess::handler_count(task, "y") == 0);
   }
   // One event satisfies one wait_for only: the last emit is already consumed.
   CHECK_FALSE(task.wait_for("y", 50ms).has_value());
 
   int calls = 0;
   task.on("y", [&calls](int) { ++calls; });
-  CHECK(task.handler_count("y") == 1);
+  CHECK(ditask::detail::TaskAccess::handler_count(task, "y") == 1);
   task.emit("y", 100);
   task.sync();
   CHECK(calls == 1);
@@ -101,7 +103,7 @@ TEST_CASE("wait_for_or_throw throws TimeoutError naming the event on timeout", "
   auto running = task.start();
   CHECK_THROWS_AS(task.wait_for_or_throw("never", 50ms), ditask::TimeoutError);
   CHECK_THROWS_WITH(task.wait_for_or_throw("never", 50ms), Catch::Contains("never"));
-  CHECK(task.handler_count("never") == 0);
+  CHECK(ditask::detail::TaskAccess::handler_count(task, "never") == 0);
 
   auto emitter = emit_when_waited("soon", 7);
   CHECK(task.wait_for_or_throw("soon", 10s).get<int>(0) == 7);
@@ -113,7 +115,7 @@ TEST_CASE("a Waiter created before an emit catches it", "[task][wait_for][waiter
   {
     auto waiter = task.waiter("hello");
     CHECK(waiter.event() == "hello");
-    CHECK(task.handler_count("hello") == 1);
+    CHECK(ditask::detail::TaskAccess::handler_count(task, "hello") == 1);
     task.emit("hello", std::string("world"), ditask::kw("n", 3));
     task.sync();  // the event has certainly been dispatched before wait() starts
 
@@ -122,14 +124,14 @@ TEST_CASE("a Waiter created before an emit catches it", "[task][wait_for][waiter
     CHECK(got->get<std::string>(0) == "world");
     CHECK(got->named().get<int>("n") == 3);
   }
-  CHECK(task.handler_count("hello") == 0);  // destroying the waiter unsubscribes
+  CHECK(ditask::detail::TaskAccess::handler_count(task, "hello") == 0);  // destroying the waiter unsubscribes
 
   // A waiter that never got its event also leaves nothing behind.
   {
     auto unused = task.waiter("unheard");
-    CHECK(task.handler_count("unheard") == 1);
+    CHECK(ditask::detail::TaskAccess::handler_count(task, "unheard") == 1);
   }
-  CHECK(task.handler_count("unheard") == 0);
+  CHECK(ditask::detail::TaskAccess::handler_count(task, "unheard") == 0);
 
   // Emitted from another thread while the test thread waits.
   auto waiter = task.waiter("cross");
@@ -162,7 +164,7 @@ TEST_CASE("wait_for and Waiter::wait inside a handler throw ditask::Error, repor
   REQUIRE(err.has_value());
   CHECK(err->event() == "inner");
   CHECK_THROWS_AS(std::rethrow_exception(err->cause()), ditask::Error);
-  CHECK(task.handler_count("nested") == 0);
+  CHECK(ditask::detail::TaskAccess::handler_count(task, "nested") == 0);
   CHECK_NOTHROW(task.sync());
 }
 
@@ -175,7 +177,7 @@ TEST_CASE("stop wakes a pending wait_for, which returns nullopt", "[task][wait_f
     result = got.has_value() ? 1 : 0;
   });
   StopTaskFirst stop_before_join;
-  REQUIRE(spin_until([&task] { return task.handler_count("never") == 1; }));
+  REQUIRE(spin_until([&task] { return ditask::detail::TaskAccess::handler_count(task, "never") == 1; }));
   auto pending = task.waiter("also_never");
   running.stop();
   waiter_thread.join();
@@ -208,7 +210,7 @@ TEST_CASE("async step1 waits for the Greeting that step2 emits, ten steps in a r
   task.run(10);
 
   CHECK(greets == std::vector<std::string>(10, "Hi"));
-  CHECK(task.handler_count("Greeting") == 0);
+  CHECK(ditask::detail::TaskAccess::handler_count(task, "Greeting") == 0);
 }
 
 TEST_CASE("TimeoutError from wait_for_or_throw in a middleware propagates out of run", "[task][wait_for][async]") {
@@ -219,7 +221,7 @@ TEST_CASE("TimeoutError from wait_for_or_throw in a middleware propagates out of
   auto running = task.start(options);
   task.use([&task](ditask::Context&) { (void)task.wait_for_or_throw("Greeting", 50ms); });
   CHECK_THROWS_AS(task.run(1), ditask::TimeoutError);
-  CHECK(task.handler_count("Greeting") == 0);
+  CHECK(ditask::detail::TaskAccess::handler_count(task, "Greeting") == 0);
 }
 
 // DI-engine test_async_exception: a failing forward aborts the other forward's wait_for.
@@ -236,7 +238,7 @@ TEST_CASE("a middleware exception in async mode wakes a pending wait_for and pro
   });
   task.use([&task](ditask::Context&) {
     // Fail only once step1 is really waiting, so the test exercises the wake-up.
-    spin_until([&task] { return task.handler_count("forever") > 0; });
+    spin_until([&task] { return ditask::detail::TaskAccess::handler_count(task, "forever") > 0; });
     throw std::runtime_error("step2 failed");
   });
 
@@ -249,7 +251,7 @@ TEST_CASE("a middleware exception in async mode wakes a pending wait_for and pro
   CHECK(message == "step2 failed");
   CHECK(task.ctx().total_step == 0);
   CHECK(step1_result.load() == 0);
-  CHECK(task.handler_count("forever") == 0);
+  CHECK(ditask::detail::TaskAccess::handler_count(task, "forever") == 0);
 }
 
 TEST_CASE("Waiter::wait surfaces a handler failure, once, pending before or during the wait",

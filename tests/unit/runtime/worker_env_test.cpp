@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "internal_access.hpp"
+
 #include <ditask/ditask.hpp>
 #include <ditask/runtime/worker.hpp>
 
@@ -65,7 +67,7 @@ int run_worker(std::vector<std::string> argv) {
   }
   raw.push_back(nullptr);
   const int code = ditask::worker_main(static_cast<int>(argv.size()), raw.data());
-  ditask::task().router().deactivate();
+  ditask::detail::RouterAccess::deactivate(ditask::task().router());
   ditask::detail::set_args({});
   ditask::log::set_tag("ditask");
   return code;

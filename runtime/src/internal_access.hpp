@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// What the runtime itself (worker mode, the signal watcher) and the unit tests do to the public
+// classes beyond the module API: kept out of the installed headers and the exported symbols.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ditask/event_args.hpp"
+#include "ditask/router.hpp"
+#include "ditask/task.hpp"
+
+namespace ditask::detail {
+
+/// What worker mode learned from the launcher about this process's place in the job.
+struct RouterIdentity {
+  std::int64_t node_id = 0;
+  std::int64_t local_id = 0;
+  std::int64_t parallel_workers = 1;
+  std::set<std::string> labels;
+  std::set<std::string> roles;
+};
+
+/// Router internals. Thread: any.
+struct RouterAccess {
+  /// Makes the router active with `identity` (worker mode, before the entry runs).
+  static void activate(Router& router, RouterIdentity identity);
+  /// Back to inactive (tests, shutdown).
+  static void deactivate(Router& router) noexcept;
+};
+
+/// Task internals. Thread: any.
+struct TaskAccess {
+  /// Handlers registered for `event`, waiters included. Errors: ditask::Error when not running.
+  static std::size_t handler_count(const Task& task, std::string_view event);
+  /// Queues a local event without surfacing an earlier handler failure, which stays pending for
+  /// the module's own threads (runtime threads such as the signal watcher).
+  /// Errors: ditask::Error when not running.
+  static void post_local(Task& task, std::string_view event, EventArgs args = {});
+};
+
+/// Replaces args(). Called by worker mode before the entry runs (and by tests), never concurrently
+/// with args().
+void set_args(std::vector<std::string> args);
+
+}  // namespace ditask::detail
