@@ -15,12 +15,14 @@
 #include "mesh/auth.hpp"
 #include "mesh/frame.hpp"
 #include "mesh/hello.hpp"
-#include "mesh/msgpack_reader.hpp"
+#include "codec/envelope.hpp"
+#include "codec/json_msgpack.hpp"
 
 namespace ditask::fuzz {
 namespace {
 
 namespace mesh = ditask::detail::mesh;
+namespace codec = ditask::detail::codec;
 
 /// Stops the run when an invariant breaks: libFuzzer saves the input that got here.
 void expect(bool ok, const char* invariant) {
@@ -68,7 +70,7 @@ void check_fast_read(const std::uint8_t* at, const std::uint8_t* next, const std
 void check_fast_path(std::span<const std::uint8_t> payload, const EventArgs* args) {
   std::optional<detail::PackedPayload> layout;
   try {
-    layout = mesh::locate_event_args(payload);
+    layout = codec::locate_event_args(payload);
   } catch (const Error&) {
     expect(args == nullptr, "locate_event_args refuses only what decode_event_args refuses");
     return;
@@ -82,7 +84,7 @@ void check_fast_path(std::span<const std::uint8_t> payload, const EventArgs* arg
   const std::uint8_t* at = payload.data() + layout->args_begin;
   const std::uint8_t* end = payload.data() + layout->args_end;
   for (const auto& value : args->args) {
-    const std::uint8_t* next = payload.data() + mesh::skip_msgpack(payload, static_cast<std::size_t>(at - payload.data()), mesh::kMaxNesting);
+    const std::uint8_t* next = payload.data() + codec::skip_value(payload, static_cast<std::size_t>(at - payload.data()), codec::kMaxNesting);
     check_fast_read<std::int64_t>(at, next, end, value);
     check_fast_read<std::uint8_t>(at, next, end, value);
     check_fast_read<std::int16_t>(at, next, end, value);
@@ -98,14 +100,14 @@ void check_fast_path(std::span<const std::uint8_t> payload, const EventArgs* arg
 void check_event_args(std::span<const std::uint8_t> payload) {
   EventArgs args;
   try {
-    args = mesh::decode_event_args(payload);
+    args = codec::decode_event_args(payload);
   } catch (const Error&) {
     check_fast_path(payload, nullptr);
     return;
   }
   check_fast_path(payload, &args);
-  const auto once = mesh::encode_event_args(args);
-  const auto twice = mesh::encode_event_args(mesh::decode_event_args(once));
+  const auto once = codec::encode_event_args(args);
+  const auto twice = codec::encode_event_args(codec::decode_event_args(once));
   expect(once == twice, "encode_event_args is stable after one round trip");
 }
 

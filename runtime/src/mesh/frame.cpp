@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "ditask/error.hpp"
-#include "msgpack_reader.hpp"
+#include "../codec/json_msgpack.hpp"
 
 namespace ditask::detail::mesh {
 namespace {
@@ -42,9 +42,6 @@ std::optional<std::string> magic_error(const std::uint8_t* p) {
   return "bad magic " + hex(get_le<std::uint32_t>(p)) + " (not a ditask peer?)";
 }
 
-[[noreturn]] void malformed(const std::string& why) {
-  throw Error("malformed event payload: " + why);
-}
 
 }  // namespace
 
@@ -192,107 +189,28 @@ DecodeResult FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
   return out;
 }
 
-std::vector<std::uint8_t> encode_event_args(const EventArgs& args) {
-  // Written as two halves of a 2-entry map, so large binary arguments are not copied into a
-  // temporary {"a": ..., "k": ...} object first. to_msgpack appends to the vector.
-  // One allocation for the usual event: strings and binaries dominate its size.
-  std::size_t estimate = 32;
-  for (const auto& a : args.args) {
-    estimate += a.is_binary() ? a.get_binary().size() + 6 : a.is_string() ? a.get_ref<const std::string&>().size() + 5 : 16;
-  }
-  std::vector<std::uint8_t> out;
-  out.reserve(estimate + (args.kwargs.empty() ? 0 : 64 * args.kwargs.size()));
-  out.insert(out.end(), {0x82, 0xa1, 'a'});
-  json::to_msgpack(args.args, out);
-  out.insert(out.end(), {0xa1, 'k'});
-  json::to_msgpack(args.kwargs, out);
-  return out;
-}
-
-EventArgs decode_event_args(std::span<const std::uint8_t> payload) {
-  json j;
-  try {
-    j = read_msgpack(payload, kMaxNesting);
-  } catch (const Error& e) {
-    malformed(e.what());
-  }
-  if (!j.is_object()) {
-    malformed("expected a map, got " + std::string(j.type_name()));
-  }
-  auto a = j.find("a");
-  auto k = j.find("k");
-  if (a == j.end() || !a->is_array()) {
-    malformed("expected an array 'a' of positional arguments");
-  }
-  if (k == j.end() || !k->is_object()) {
-    malformed("expected a map 'k' of named arguments");
-  }
-  return EventArgs{std::move(*a), std::move(*k)};
-}
-
-std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> payload) {
-  std::size_t end = 0;
-  try {
-    end = skip_msgpack(payload, 0, kMaxNesting);
-  } catch (const Error& e) {
-    malformed(e.what());
-  }
-  if (end != payload.size()) {
-    malformed(std::to_string(payload.size() - end) + " bytes after the value");
-  }
-  // Known well-formed from here on: every header read below lies inside the payload.
-  auto count_at = [&](std::size_t pos, std::uint8_t fix, std::uint8_t b16, std::uint8_t b32,
-                      std::size_t& count) -> std::size_t {  // header size, 0 when not this kind
-    const std::uint8_t b = payload[pos];
-    if ((b & 0xf0U) == fix) {
-      count = b & 0x0fU;
-      return 1;
-    }
-    const std::size_t n = b == b16 ? 2 : b == b32 ? 4 : 0;
-    count = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      count = (count << 8) | payload[pos + 1 + i];
-    }
-    return n == 0 ? 0 : 1 + n;
-  };
-  static constexpr std::uint8_t kPrefix[] = {0x82, 0xa1, 'a'};
-  if (payload.size() < 6 || !std::equal(std::begin(kPrefix), std::end(kPrefix), payload.begin())) {
-    return std::nullopt;
-  }
-  PackedPayload p;
-  const std::size_t array_header = count_at(3, 0x90, 0xdc, 0xdd, p.count);
-  if (array_header == 0) {
-    return std::nullopt;
-  }
-  p.args_begin = 3 + array_header;
-  p.args_end = p.args_begin;
-  for (std::size_t i = 0; i < p.count; ++i) {
-    p.args_end = skip_msgpack(payload, p.args_end, kMaxNesting);
-  }
-  const std::size_t k = p.args_end;
-  if (k + 3 > payload.size() || payload[k] != 0xa1 || payload[k + 1] != 'k' ||
-      count_at(k + 2, 0x80, 0xde, 0xdf, p.named_count) == 0) {
-    return std::nullopt;
-  }
-  return p;
-}
-
 std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent, std::string_view you) {
-  nlohmann::json j{{"reason", std::string(reason)}};
+  std::vector<std::uint8_t> out;
+  Packer p(out);
+  p.map(std::size_t{1} + (permanent ? 1U : 0U) + (you.empty() ? 0U : 1U));
+  p.string("reason");
+  p.string(reason);
   if (permanent) {
-    j["permanent"] = true;
+    p.string("permanent");
+    p.value(true);
   }
   if (!you.empty()) {
-    j["you"] = std::string(you);
+    p.string("you");
+    p.string(you);
   }
-  return nlohmann::json::to_msgpack(j);
+  return out;
 }
 
 Bye decode_bye(std::span<const std::uint8_t> payload) {
   constexpr std::size_t kMaxReason = 1024;
   Bye bye{"no reason given", false, {}};
   try {
-    const auto j = read_msgpack(payload, 4);
+    const auto j = codec::read_json(payload, 4);
     if (j.is_object() && j.contains("reason") && j.at("reason").is_string()) {
       bye.reason = j.at("reason").get<std::string>();
       if (bye.reason.size() > kMaxReason) {
@@ -313,6 +231,3 @@ Bye decode_bye(std::span<const std::uint8_t> payload) {
 
 }  // namespace ditask::detail::mesh
 
-namespace ditask::detail {
-EventArgs PackedPayload::unpack() const { return mesh::decode_event_args(bytes); }
-}  // namespace ditask::detail

@@ -41,7 +41,7 @@ inline constexpr std::size_t kMaxPayloadBytes = 0xFFFF'FFFF;
 
 /// What a frame carries. Values are on the wire: never renumber.
 ///  hello: first frame each way, payload = encode_hello (hello.hpp).
-///  event: topic "task.<event>", payload = encode_event_args; seq counts events per connection from 1.
+///  event: topic "task.<event>", payload = the event envelope (codec/envelope.hpp); seq counts events per connection from 1.
 ///  bye:   orderly leave or refusal, payload = MessagePack {"reason": text}.
 ///  ack:   seq = highest event seq the receiver has handed to its handlers; no payload.
 ///  ping:  keep-alive, no payload.
@@ -149,24 +149,5 @@ std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent = f
                                                 std::string_view you = {});
 /// A bye payload; reason "no reason given" for anything malformed (never throws for bad input).
 Bye decode_bye(std::span<const std::uint8_t> payload);
-
-/// Deepest array/map nesting decode_event_args accepts.
-inline constexpr std::size_t kMaxNesting = 256;
-
-/// The payload of an event frame: MessagePack of {"a": args, "k": kwargs}; binary arguments stay
-/// MessagePack bin. Errors: none for values EventArgs can hold.
-std::vector<std::uint8_t> encode_event_args(const EventArgs& args);
-
-/// Parses an event payload. Errors: ditask::Error "malformed event payload: ..." for anything but
-/// a map with an array "a" and a map "k" (extra keys are ignored), and for nesting deeper than
-/// kMaxNesting, so hostile input cannot exhaust the stack.
-EventArgs decode_event_args(std::span<const std::uint8_t> payload);
-
-/// Checks an event payload as decode_event_args would and, when it has the layout
-/// encode_event_args writes (`{"a": [...], "k": {...}}`, in that order), says where the
-/// positional arguments lie (the returned `bytes` stay empty: move the payload in). nullopt for
-/// well-formed MessagePack in another layout (decode_event_args then decides). Errors: ditask::Error
-/// "malformed event payload: ..." for bytes that are not one well-formed MessagePack value.
-std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> payload);
 
 }  // namespace ditask::detail::mesh

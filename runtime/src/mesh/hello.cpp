@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ditask/error.hpp"
+#include "ditask/msgpack.hpp"
 
 namespace ditask::detail::mesh {
 namespace {
@@ -62,92 +63,126 @@ std::optional<std::string> string_problem(std::string_view value, std::size_t ma
   return std::nullopt;
 }
 
-/// Collects the top-level map of a MessagePack hello: each key's value, where containers below
-/// the first level are kept as empty placeholders. Refuses nesting past kMaxHelloNesting before
-/// nlohmann recurses into it, and duplicate keys.
-class HelloSax final : public nlohmann::json_sax<json> {
- public:
-  bool null() override { return put(json(nullptr)); }
-  bool boolean(bool v) override { return put(json(v)); }
-  bool number_integer(number_integer_t v) override { return put(json(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return put(json(v)); }
-  bool number_float(number_float_t v, const string_t& /*text*/) override { return put(json(v)); }
-  bool string(string_t& v) override { return put(json(std::move(v))); }
-  bool binary(binary_t& v) override { return put(json(std::move(v))); }
-  bool start_object(std::size_t /*elements*/) override { return open(json::object()); }
-  bool start_array(std::size_t /*elements*/) override { return open(json::array()); }
-  bool end_object() override { return close(); }
-  bool end_array() override { return close(); }
+using Kind = Reader::Kind;
 
-  bool key(string_t& k) override {
-    if (depth_ != 1) {
-      return true;
-    }
-    if (fields_.count(k) != 0) {
-      return fail("duplicate key '" + printable(k) + "'");
-    }
-    key_ = std::move(k);
-    return true;
+/// "not valid MessagePack (at byte N)", N counting the offending byte (as one past it).
+[[noreturn]] void not_msgpack(const Reader::Failure& f) {
+  if (f.why == Reader::Why::too_deep) {
+    malformed("nested deeper than " + std::to_string(kMaxHelloNesting) + " levels");
   }
+  const bool at_missing = f.why == Reader::Why::truncated;
+  malformed("not valid MessagePack (at byte " + std::to_string(f.at + (at_missing ? 1 : 0)) + ")");
+}
 
-  bool parse_error(std::size_t position, const std::string& /*last_token*/,
-                   const nlohmann::detail::exception& /*ex*/) override {
-    return fail("not valid MessagePack (at byte " + std::to_string(position) + ")");
+/// A scalar item as JSON (containers are the callers' business).
+json scalar(const Reader::Item& item) {
+  switch (item.kind) {
+    case Kind::nil: return json(nullptr);
+    case Kind::boolean: return json(item.boolean);
+    case Kind::positive: return json(item.count);
+    case Kind::negative: return json(item.negative);
+    case Kind::float32:
+    case Kind::float64: return json(item.number);
+    case Kind::str:
+      return json(std::string(reinterpret_cast<const char*>(item.data), static_cast<std::size_t>(item.count)));
+    case Kind::bin:
+    case Kind::ext: return json::binary(std::vector<std::uint8_t>(item.data, item.data + item.count));
+    case Kind::array: return json::array();
+    case Kind::map: return json::object();
   }
+  return json();
+}
 
-  /// Why parsing stopped, when it did.
-  const std::string& error() const noexcept { return error_; }
-  /// The top-level keys and values, once parsing succeeded.
-  FieldMap take() && { return std::move(fields_); }
-
- private:
-  bool fail(std::string why) {
-    if (error_.empty()) {
-      error_ = std::move(why);
-    }
-    return false;
+/// Steps over the elements of the container `item` whose header was just read, which may hold
+/// `levels` more levels. Errors: as not_msgpack.
+void skip_contents(Reader& reader, const Reader::Item& item, std::size_t levels) {
+  const bool is_map = item.kind == Kind::map;
+  if (!reader.need(is_map ? 2 * item.count : item.count)) {
+    not_msgpack(reader.failure());
   }
-
-  bool put(json v) {
-    if (depth_ == 0) {
-      return fail("expected a map, got " + kind(v));
+  for (std::uint64_t i = 0; i < item.count; ++i) {
+    Reader::Item key;
+    if (is_map && !reader.next(key)) {
+      not_msgpack(reader.failure());
     }
-    if (depth_ == 1) {
-      fields_.emplace(key_, std::move(v));
-    } else if (depth_ == 2 && collecting_) {
-      fields_[key_].push_back(std::move(v));
+    if (is_map && key.kind != Kind::str) {
+      not_msgpack(Reader::Failure{Reader::Why::key_not_string, reader.offset()});
     }
-    return true;
+    if (!reader.skip(levels)) {
+      not_msgpack(reader.failure());
+    }
   }
+}
 
-  bool open(json container) {
-    if (depth_ == 0 && !container.is_object()) {
-      return fail("expected a map, got " + kind(container));
-    }
-    if (depth_ >= kMaxHelloNesting) {
-      return fail("nested deeper than " + std::to_string(kMaxHelloNesting) + " levels");
-    }
-    if (depth_ == 1) {
-      collecting_ = container.is_array();
-    }
-    if (depth_ >= 1) {
-      put(std::move(container));
-    }
-    ++depth_;
-    return true;
+/// One top-level value of the hello map, where the top map is level 1 of kMaxHelloNesting:
+/// scalars whole, an array with its scalar elements (nested containers as empty placeholders),
+/// a map as an empty placeholder.
+json field_value(Reader& reader) {
+  constexpr std::size_t kLevels = kMaxHelloNesting - 1;  // levels a top-level value may hold
+  Reader::Item item;
+  if (!reader.next(item)) {
+    not_msgpack(reader.failure());
   }
-
-  bool close() {
-    --depth_;
-    return true;
+  if (item.kind != Kind::array && item.kind != Kind::map) {
+    return scalar(item);
   }
+  if (item.kind == Kind::map) {
+    skip_contents(reader, item, kLevels - 1);
+    return json::object();
+  }
+  if (!reader.need(item.count)) {
+    not_msgpack(reader.failure());
+  }
+  json out = json::array();
+  for (std::uint64_t i = 0; i < item.count; ++i) {
+    Reader::Item element;
+    if (!reader.next(element)) {
+      not_msgpack(reader.failure());
+    }
+    if (element.kind == Kind::array || element.kind == Kind::map) {
+      if (kLevels < 2) {
+        not_msgpack(Reader::Failure{Reader::Why::too_deep, reader.offset()});
+      }
+      skip_contents(reader, element, kLevels - 2);
+    }
+    out.push_back(scalar(element));
+  }
+  return out;
+}
 
-  FieldMap fields_;
-  std::string key_;
-  std::size_t depth_ = 0;    // containers open now
-  bool collecting_ = false;  // the value at depth 1 being read is an array
-  std::string error_;
-};
+std::string kind_name(const Reader::Item& item) { return kind(scalar(item)); }
+
+/// The top-level map of a hello payload: each key's field_value. Refuses duplicate keys.
+FieldMap read_fields(std::span<const std::uint8_t> payload) {
+  Reader reader(payload);
+  Reader::Item top;
+  if (!reader.next(top)) {
+    not_msgpack(reader.failure());
+  }
+  if (top.kind != Kind::map) {
+    malformed("expected a map, got " + kind_name(top));
+  }
+  FieldMap fields;
+  for (std::uint64_t i = 0; i < top.count; ++i) {
+    Reader::Item key;
+    if (!reader.next(key)) {
+      not_msgpack(reader.failure());
+    }
+    if (key.kind != Kind::str) {
+      not_msgpack(Reader::Failure{Reader::Why::key_not_string, reader.offset()});
+    }
+    std::string name(reinterpret_cast<const char*>(key.data), static_cast<std::size_t>(key.count));
+    if (fields.count(name) != 0) {
+      malformed("duplicate key '" + printable(name) + "'");
+    }
+    json value = field_value(reader);
+    fields.emplace(std::move(name), std::move(value));
+  }
+  if (!reader.at_end()) {
+    not_msgpack(Reader::Failure{Reader::Why::truncated, reader.offset()});
+  }
+  return fields;
+}
 
 /// The field `key` (shown as `name` in errors), or nullptr when absent and not required.
 const json* field(const FieldMap& f, const char* key, const char* name, bool required) {
@@ -289,13 +324,35 @@ std::string printable(std::string_view text, std::size_t max) {
 
 std::vector<std::uint8_t> encode_hello(const Hello& hello) {
   check_for_encode(hello);
-  const json j = {
-      {"v", hello.version},         {"n", hello.node_id}, {"i", hello.instance},
-      {"m", hello.max_frame_bytes}, {"r", hello.run_id},  {"rx", hello.run_id_explicit},
-      {"a", hello.attempt},         {"l", hello.labels},  {"la", hello.listen},
-      {"c", hello.nonce},           {"au", hello.auth},
-  };
-  return json::to_msgpack(j);
+  std::vector<std::uint8_t> out;
+  Packer p(out);
+  p.map(11);
+  p.string("v");
+  p.unsigned_int(hello.version);
+  p.string("n");
+  p.integer(hello.node_id);
+  p.string("i");
+  p.unsigned_int(hello.instance);
+  p.string("m");
+  p.unsigned_int(hello.max_frame_bytes);
+  p.string("r");
+  p.string(hello.run_id);
+  p.string("rx");
+  p.value(hello.run_id_explicit);
+  p.string("a");
+  p.integer(hello.attempt);
+  p.string("l");
+  p.array(hello.labels.size());
+  for (const auto& label : hello.labels) {
+    p.string(label);
+  }
+  p.string("la");
+  p.string(hello.listen);
+  p.string("c");
+  p.string(hello.nonce);
+  p.string("au");
+  p.value(hello.auth);
+  return out;
 }
 
 Hello decode_hello(std::span<const std::uint8_t> payload) {
@@ -303,19 +360,7 @@ Hello decode_hello(std::span<const std::uint8_t> payload) {
     malformed("payload of " + std::to_string(payload.size()) + " bytes exceeds the limit of " +
               std::to_string(kMaxHelloBytes) + " bytes");
   }
-  HelloSax sax;
-  bool parsed = false;
-  try {
-    parsed = json::sax_parse(payload.begin(), payload.end(), &sax, json::input_format_t::msgpack,
-                             /*strict=*/true);
-  } catch (const json::exception& e) {
-    // Our SAX never throws and the reader reports through it; this is a safety net.
-    malformed(std::string("not valid MessagePack (") + e.what() + ")");
-  }
-  if (!parsed) {
-    malformed(sax.error().empty() ? std::string("not valid MessagePack") : sax.error());
-  }
-  const FieldMap f = std::move(sax).take();
+  const FieldMap f = read_fields(payload);
   Hello h;
   h.version = static_cast<std::uint32_t>(get_unsigned(
       *field(f, "v", "version", true), "v", "version", std::numeric_limits<std::uint32_t>::max()));

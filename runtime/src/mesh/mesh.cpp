@@ -20,6 +20,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/container/small_vector.hpp>
 
+#include "../codec/envelope.hpp"
 #include "auth.hpp"
 #include "refusal.hpp"
 #include "ditask/error.hpp"
@@ -679,9 +680,9 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   }
   RemoteEvent e;
   try {
-    e.packed = locate_event_args(frame.payload);
+    e.packed = codec::locate_event_args(frame.payload);
     if (!e.packed) {
-      e.args = decode_event_args(frame.payload);
+      e.args = codec::decode_event_args(frame.payload);
     }
   } catch (const std::exception& ex) {
     DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": event '"
@@ -988,7 +989,7 @@ void Mesh::wait_ready() {
 }
 
 void Mesh::send(const SendTarget& target, std::string_view event, const EventArgs& args) {
-  send_payload(target, event, encode_event_args(args), &args);
+  send_payload(target, event, codec::encode_event_args(args), &args);
 }
 
 void Mesh::send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) {
@@ -1114,10 +1115,10 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
     e.event = std::string(event);
     if (args) {
       e.args = *args;
-    } else if ((e.packed = locate_event_args(payload))) {
+    } else if ((e.packed = codec::locate_event_args(payload))) {
       e.packed->bytes.assign(payload.begin(), payload.end());
     } else {
-      e.args = decode_event_args(payload);
+      e.args = codec::decode_event_args(payload);
     }
     hand_over({std::move(e)});
   }

@@ -2,7 +2,8 @@
 // The mesh wire codec: frame layout, stream decoding under any chunking, rejection of hostile
 // input, and the MessagePack event payload.
 #include "mesh/frame.hpp"
-#include "mesh/msgpack_reader.hpp"
+#include "codec/envelope.hpp"
+#include "codec/json_msgpack.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include <ditask/ditask.hpp>
 
 namespace mesh = ditask::detail::mesh;
+namespace codec = ditask::detail::codec;
 using Bytes = std::vector<std::uint8_t>;
 
 namespace {
@@ -62,7 +64,7 @@ std::string error_of(const Bytes& stream, std::size_t max = 1024) {
 /// Parses an event payload; a ditask::Error is fine, any other exception fails the test.
 void decode_args_if_valid(std::span<const std::uint8_t> payload) {
   try {
-    (void)mesh::decode_event_args(payload);
+    (void)codec::decode_event_args(payload);
   } catch (const ditask::Error&) {
   }
 }
@@ -216,9 +218,9 @@ TEST_CASE("event arguments round trip as MessagePack", "[mesh][frame]") {
   const Bytes blob{0, 1, 2, 0xff, 0xfe};
   const auto in = ditask::EventArgs::from(3, "hi", blob, std::vector<int>{1, 2},
                                           ditask::kw("reward", 1.5), ditask::kw("raw", blob));
-  const auto payload = mesh::encode_event_args(in);
+  const auto payload = codec::encode_event_args(in);
   CHECK(payload == ditask::json::to_msgpack(ditask::json{{"a", in.args}, {"k", in.kwargs}}));
-  const auto out = mesh::decode_event_args(payload);
+  const auto out = codec::decode_event_args(payload);
   CHECK(out.args == in.args);
   CHECK(out.kwargs == in.kwargs);
   CHECK(out.args[2].is_binary());
@@ -227,14 +229,14 @@ TEST_CASE("event arguments round trip as MessagePack", "[mesh][frame]") {
   CHECK(out.named().get<double>("reward") == 1.5);
   CHECK(out.named().get<Bytes>("raw") == blob);
 
-  const auto empty = mesh::decode_event_args(mesh::encode_event_args(ditask::EventArgs{}));
+  const auto empty = codec::decode_event_args(codec::encode_event_args(ditask::EventArgs{}));
   CHECK(empty.size() == 0);
   CHECK(empty.named().size() == 0);
 }
 
 TEST_CASE("malformed event payloads are errors", "[mesh][frame]") {
   using Catch::Matchers::StartsWith;
-  const auto decode = [](const Bytes& b) { return mesh::decode_event_args(b); };
+  const auto decode = [](const Bytes& b) { return codec::decode_event_args(b); };
   const auto msgpack = [](const ditask::json& j) { return ditask::json::to_msgpack(j); };
   CHECK_THROWS_WITH(decode({}),
                     "malformed event payload: not valid MessagePack at byte 0: truncated: 1 more bytes needed, 0 left");
@@ -246,7 +248,7 @@ TEST_CASE("malformed event payloads are errors", "[mesh][frame]") {
                     "malformed event payload: expected an array 'a' of positional arguments");
   CHECK_THROWS_WITH(decode(msgpack({{"a", ditask::json::array()}, {"k", 1}})),
                     "malformed event payload: expected a map 'k' of named arguments");
-  auto trailing = mesh::encode_event_args(ditask::EventArgs::from(1));
+  auto trailing = codec::encode_event_args(ditask::EventArgs::from(1));
   trailing.push_back(0x00);
   CHECK_THROWS_AS(decode(trailing), ditask::Error);
   // A million nested arrays would overflow the stack of a recursive parser.
@@ -265,7 +267,7 @@ TEST_CASE("random and mutated input never crashes the codec", "[mesh][frame]") {
   for (std::uint64_t i = 0; i < 4; ++i) {
     const auto args = ditask::EventArgs::from(i, "x", ditask::kw("k", Bytes(i, 7)));
     const auto e =
-        mesh::encode(make_frame(mesh::FrameType::event, "t", mesh::encode_event_args(args), i));
+        mesh::encode(make_frame(mesh::FrameType::event, "t", codec::encode_event_args(args), i));
     valid.insert(valid.end(), e.begin(), e.end());
   }
   for (int round = 0; round < 2000; ++round) {
@@ -304,12 +306,12 @@ TEST_CASE("frame: the receive-path MessagePack reader agrees with nlohmann's on 
                                  ditask::json::binary({9}, 5), ditask::json::array({ditask::json::object()})})},
       {"k", {{"name", "x"}, {std::string(40, 'k'), ditask::json::array()}}}};
   const auto bytes = ditask::json::to_msgpack(value);
-  CHECK(mesh::read_msgpack(bytes, 16) == ditask::json::from_msgpack(bytes));
+  CHECK(codec::read_json(bytes, 16) == ditask::json::from_msgpack(bytes));
   // A count announced far beyond the input is refused before anything is reserved.
   const Bytes lying{0xdd, 0xff, 0xff, 0xff, 0xff, 0x01};
-  CHECK_THROWS_WITH(mesh::read_msgpack(lying, 16), Catch::Contains("truncated"));
+  CHECK_THROWS_WITH(codec::read_json(lying, 16), Catch::Contains("truncated"));
   const Bytes int_key{0x81, 0x01, 0x02};
-  CHECK_THROWS_WITH(mesh::read_msgpack(int_key, 16), Catch::Contains("not a string"));
+  CHECK_THROWS_WITH(codec::read_json(int_key, 16), Catch::Contains("not a string"));
 }
 
 TEST_CASE("frame: a bye carries its reason and whether retrying could help", "[frame]") {

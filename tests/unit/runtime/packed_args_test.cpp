@@ -4,7 +4,8 @@
 // read exactly is left to the JSON path.
 #include "event_bus.hpp"
 #include "mesh/frame.hpp"
-#include "mesh/msgpack_reader.hpp"
+#include "codec/envelope.hpp"
+#include "codec/json_msgpack.hpp"
 
 #include <cstdint>
 #include <limits>
@@ -18,6 +19,7 @@
 #include <ditask/ditask.hpp>
 
 namespace mesh = ditask::detail::mesh;
+namespace codec = ditask::detail::codec;
 using Bytes = std::vector<std::uint8_t>;
 using ditask::json;
 
@@ -35,7 +37,7 @@ template <class... A>
 void check_same_as_json(const A&... values) {
   const Bytes wire = packed(values...);
   const auto expected = ditask::EventArgs::from(values...);
-  const auto decoded = mesh::decode_event_args(wire);
+  const auto decoded = codec::decode_event_args(wire);
   INFO(expected.args.dump() << " vs " << decoded.args.dump());
   CHECK(decoded.args == expected.args);
   CHECK(decoded.kwargs == expected.kwargs);
@@ -46,7 +48,7 @@ void check_same_as_json(const A&... values) {
 template <class T, class V>
 bool fast_read(const V& value, T& out) {
   const Bytes wire = packed(value);
-  const auto layout = mesh::locate_event_args(wire);
+  const auto layout = codec::locate_event_args(wire);
   REQUIRE(layout);
   const std::uint8_t* p = wire.data() + layout->args_begin;
   const bool ok = ditask::detail::unpack_value(p, wire.data() + layout->args_end, out);
@@ -80,36 +82,36 @@ TEST_CASE("packed_args: pack_event writes what the JSON path sends, at every siz
 
 TEST_CASE("packed_args: locate_event_args finds the positional arguments of both encoders", "[packed]") {
   const Bytes fast = packed(std::int64_t{7}, std::string("x"));
-  const auto a = mesh::locate_event_args(fast);
+  const auto a = codec::locate_event_args(fast);
   REQUIRE(a);
   CHECK(a->count == 2);
   CHECK(a->named_count == 0);
   CHECK(a->args_begin == 4);
   CHECK(a->args_end == fast.size() - 3);
 
-  const auto with_kw = mesh::encode_event_args(ditask::EventArgs::from(1, ditask::kw("k1", 2), ditask::kw("k2", 3)));
-  const auto b = mesh::locate_event_args(with_kw);
+  const auto with_kw = codec::encode_event_args(ditask::EventArgs::from(1, ditask::kw("k1", 2), ditask::kw("k2", 3)));
+  const auto b = codec::locate_event_args(with_kw);
   REQUIRE(b);
   CHECK(b->count == 1);
   CHECK(b->named_count == 2);
 
   SECTION("a valid payload in another layout is left to the JSON path") {
     const Bytes swapped{0x82, 0xa1, 'k', 0x80, 0xa1, 'a', 0x91, 0x01};  // {"k": {}, "a": [1]}
-    CHECK_FALSE(mesh::locate_event_args(swapped));
-    CHECK(mesh::decode_event_args(swapped).args == json::array({1}));
-    CHECK_FALSE(mesh::locate_event_args(json::to_msgpack(json{{"a", json::array()}, {"k", json::object()}, {"z", 1}})));
+    CHECK_FALSE(codec::locate_event_args(swapped));
+    CHECK(codec::decode_event_args(swapped).args == json::array({1}));
+    CHECK_FALSE(codec::locate_event_args(json::to_msgpack(json{{"a", json::array()}, {"k", json::object()}, {"z", 1}})));
   }
   SECTION("malformed payloads are errors, as for decode_event_args") {
     Bytes truncated = fast;
     truncated.pop_back();
-    CHECK_THROWS_WITH(mesh::locate_event_args(truncated), Catch::Contains("malformed event payload"));
+    CHECK_THROWS_WITH(codec::locate_event_args(truncated), Catch::Contains("malformed event payload"));
     Bytes trailing = fast;
     trailing.push_back(0xc0);
-    CHECK_THROWS_WITH(mesh::locate_event_args(trailing), Catch::Contains("bytes after the value"));
+    CHECK_THROWS_WITH(codec::locate_event_args(trailing), Catch::Contains("bytes after the value"));
     Bytes invalid = fast;
     invalid[4] = 0xc1;
-    CHECK_THROWS_WITH(mesh::locate_event_args(invalid), Catch::Contains("0xc1"));
-    CHECK_THROWS_WITH(mesh::locate_event_args(Bytes{}), Catch::Contains("malformed event payload"));
+    CHECK_THROWS_WITH(codec::locate_event_args(invalid), Catch::Contains("0xc1"));
+    CHECK_THROWS_WITH(codec::locate_event_args(Bytes{}), Catch::Contains("malformed event payload"));
   }
 }
 
@@ -165,7 +167,7 @@ TEST_CASE("packed_args: a typed handler has a fast path only for simple paramete
   CHECK(ditask::detail::make_handlers([] {}).packed != nullptr);
 
   auto run = [&](const Bytes& wire) {
-    auto layout = mesh::locate_event_args(wire);
+    auto layout = codec::locate_event_args(wire);
     REQUIRE(layout);
     layout->bytes = wire;
     return typed.packed(layout->view());
@@ -175,7 +177,7 @@ TEST_CASE("packed_args: a typed handler has a fast path only for simple paramete
   // Declined without calling: wrong arity, a mistyped argument, named arguments.
   CHECK_FALSE(run(packed(4, std::string("ab"))));
   CHECK_FALSE(run(packed(std::string("4"), std::string("ab"), Bytes{})));
-  CHECK_FALSE(run(mesh::encode_event_args(ditask::EventArgs::from(4, "ab", Bytes{}, ditask::kw("x", 1)))));
+  CHECK_FALSE(run(codec::encode_event_args(ditask::EventArgs::from(4, "ab", Bytes{}, ditask::kw("x", 1)))));
   CHECK(calls.size() == 1);
   // The raw form shares the same callable.
   typed.raw(ditask::EventArgs::from(5, "c", Bytes(1, 0)));
@@ -206,7 +208,7 @@ TEST_CASE("packed_args: a packed remote event reaches fast and JSON handlers ali
   auto remote = [](const Bytes& wire) {
     ditask::detail::RemoteEvent e;
     e.event = "e";
-    e.packed = mesh::locate_event_args(wire);
+    e.packed = codec::locate_event_args(wire);
     REQUIRE(e.packed);
     e.packed->bytes = wire;
     return e;

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+#include "envelope.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "ditask/error.hpp"
+#include "ditask/packed_args.hpp"
+#include "json_msgpack.hpp"
+
+namespace ditask::detail::codec {
+namespace {
+
+[[noreturn]] void malformed(const std::string& why) { throw Error("malformed event payload: " + why); }
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_event_args(const EventArgs& args) {
+  // One allocation for the usual event: strings and binaries dominate its size.
+  std::size_t estimate = 32 + 64 * args.kwargs.size();
+  for (const auto& a : args.args) {
+    estimate += a.is_binary() ? a.get_binary().size() + 6 : a.is_string() ? a.get_ref<const std::string&>().size() + 5 : 16;
+  }
+  std::vector<std::uint8_t> out;
+  out.reserve(estimate);
+  Packer p(out);
+  pack_envelope_begin(p, args.args.size());
+  for (const auto& a : args.args) {
+    write_json(p, a);
+  }
+  pack_envelope_named(p, args.kwargs.size());
+  for (const auto& [name, value] : args.kwargs.items()) {
+    p.string(name);
+    write_json(p, value);
+  }
+  return out;
+}
+
+EventArgs decode_event_args(std::span<const std::uint8_t> payload) {
+  json j;
+  try {
+    j = read_json(payload, kMaxNesting);
+  } catch (const Error& e) {
+    malformed(e.what());
+  }
+  if (!j.is_object()) {
+    malformed("expected a map, got " + std::string(j.type_name()));
+  }
+  auto a = j.find("a");
+  auto k = j.find("k");
+  if (a == j.end() || !a->is_array()) {
+    malformed("expected an array 'a' of positional arguments");
+  }
+  if (k == j.end() || !k->is_object()) {
+    malformed("expected a map 'k' of named arguments");
+  }
+  return EventArgs{std::move(*a), std::move(*k)};
+}
+
+std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> payload) {
+  try {
+    if (const std::size_t end = skip_value(payload, 0, kMaxNesting); end != payload.size()) {
+      malformed(std::to_string(payload.size() - end) + " bytes after the value");
+    }
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).starts_with("malformed event payload")) {
+      throw;
+    }
+    malformed(e.what());
+  }
+  // Known well-formed from here on: only the envelope's own layout is located.
+  Reader reader(payload);
+  Reader::Item item;
+  const auto is_key = [&](char name) {
+    return reader.next(item) && item.kind == Reader::Kind::str && item.count == 1 &&
+           item.data[0] == static_cast<std::uint8_t>(name);
+  };
+  if (!reader.next(item) || item.kind != Reader::Kind::map || item.count != 2 || !is_key('a') ||
+      !reader.next(item) || item.kind != Reader::Kind::array) {
+    return std::nullopt;
+  }
+  PackedPayload p;
+  p.count = static_cast<std::size_t>(item.count);
+  p.args_begin = reader.offset();
+  for (std::size_t i = 0; i < p.count; ++i) {
+    reader.skip(kMaxNesting);
+  }
+  p.args_end = reader.offset();
+  if (!is_key('k') || !reader.next(item) || item.kind != Reader::Kind::map) {
+    return std::nullopt;
+  }
+  p.named_count = static_cast<std::size_t>(item.count);
+  return p;
+}
+
+}  // namespace ditask::detail::codec
+
+namespace ditask::detail {
+EventArgs PackedPayload::unpack() const { return codec::decode_event_args(bytes); }
+}  // namespace ditask::detail
