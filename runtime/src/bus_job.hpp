@@ -21,7 +21,7 @@ struct WaitState;
 /// One registered handler.
 struct HandlerEntry {
   std::uint64_t id = 0;
-  RawHandler fn;
+  ErasedHandler fn;
   PackedHandler packed;
   bool once = false;
   std::atomic<bool> alive{true};  ///< cleared by off() and by a once handler's claim
@@ -46,6 +46,7 @@ struct BusJob {
   std::optional<EventArgs> args;        ///< local events and runtime notices
   std::optional<PackedPayload> packed;  ///< remote events, as they came
   std::shared_ptr<Receipt> receipt;     ///< remote events that go live: told once they ran
+  std::shared_ptr<const EventMeta> meta;  ///< who sent it (never null once queued)
   std::uint64_t seq = 0;
   std::size_t bytes = 0;   ///< released through the receipt when it ran
   std::uint64_t order = 0; ///< position in the bus's queue (1, 2, ...)

@@ -62,7 +62,12 @@ void EventBus::stop() noexcept {
   handlers_.clear();
 }
 
-std::uint64_t EventBus::add(std::string event, RawHandler fn, bool once, PackedHandler packed) {
+void EventBus::set_local_meta(std::shared_ptr<const EventMeta> meta) {
+  std::lock_guard lock(mutex_);
+  local_meta_ = std::move(meta);
+}
+
+std::uint64_t EventBus::add(std::string event, ErasedHandler fn, bool once, PackedHandler packed) {
   auto entry = std::make_shared<Entry>();
   entry->fn = std::move(fn);
   entry->packed = std::move(packed);
@@ -127,6 +132,7 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
       job.args = std::move(e.args);
       job.packed = std::move(e.packed);
       job.receipt = std::move(e.receipt);
+      job.meta = e.meta ? std::move(e.meta) : local_meta_;
       job.seq = e.seq;
       job.bytes = e.bytes;
       if (window_.open()) {
@@ -242,6 +248,7 @@ bool EventBus::post(std::string event, EventArgs args) {
     BusJob job;
     job.event = std::move(event);
     job.args = std::move(args);
+    job.meta = local_meta_;
     push_locked(std::move(job));
   }
   queued_.notify_one();
@@ -342,13 +349,13 @@ void EventBus::dispatch(const BusJob& job) {
     }
     handled = true;
     try {
-      if (!args && entry->packed && entry->packed(job.packed->view())) {
+      if (!args && entry->packed && entry->packed(job.packed->view(), *job.meta)) {
         continue;
       }
       if (!args) {
         args = &unpacked.emplace(job.packed->unpack());
       }
-      entry->fn(*args);
+      entry->fn(*args, *job.meta);
     } catch (...) {
       sink_(job.event, std::current_exception());
       notify_failure();  // a Waiter::wait in progress surfaces it
@@ -384,7 +391,7 @@ std::shared_ptr<WaitState> EventBus::add_waiter(std::string event) {
   state->event = event;
   std::weak_ptr<WaitState> weak = state;
   auto entry = std::make_shared<Entry>();
-  entry->fn = [weak](const EventArgs& args) {
+  entry->fn = [weak](const EventArgs& args, const EventMeta&) {
     if (auto s = weak.lock()) {
       {
         std::lock_guard lock(s->mutex);

@@ -60,7 +60,7 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   /// Registers a handler; `once` handlers are removed before their only call. `packed` (may be
   /// empty) is its fast path for events whose arguments came packed from a peer. While the
   /// startup window is open it also gets the window's kept events of its name (replays).
-  std::uint64_t add(std::string event, RawHandler fn, bool once, PackedHandler packed = nullptr);
+  std::uint64_t add(std::string event, ErasedHandler fn, bool once, PackedHandler packed = nullptr);
   /// Removes every handler of events matching the fnmatch `pattern`; returns how many.
   std::size_t remove_matching(std::string_view pattern);
   /// Removes handler `id` of `event`; false when absent.
@@ -68,8 +68,11 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   /// Handlers registered for `event`.
   std::size_t count(std::string_view event) const;
 
-  /// Queues an event; false once stopped.
+  /// Queues an event from this process (its meta is local_meta()); false once stopped.
   bool post(std::string event, EventArgs args);
+  /// Sets who this process's own events come from (the node id, attempt and labels once the
+  /// task knows them). Call before start().
+  void set_local_meta(std::shared_ptr<const EventMeta> meta);
   /// Queues events from peers, in order. While the startup window is open each one is also
   /// kept (bounded), and one without a handler waits there instead of running. Each receipt is
   /// told when the event ran, was kept, or was dropped.
@@ -108,6 +111,7 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   bool claim(Entry& entry);
 
   ErrorSink sink_;
+  std::shared_ptr<const EventMeta> local_meta_ = std::make_shared<const EventMeta>();  // set before start()
   mutable std::mutex mutex_;
   std::condition_variable queued_;
   std::condition_variable done_;

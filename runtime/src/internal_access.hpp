@@ -5,12 +5,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ditask/event_args.hpp"
+#include "ditask/event_meta.hpp"
 #include "ditask/router.hpp"
 #include "ditask/task.hpp"
 
@@ -23,6 +25,7 @@ struct RouterIdentity {
   std::int64_t parallel_workers = 1;
   std::set<std::string> labels;
   std::set<std::string> roles;
+  std::int64_t attempt = 0;  ///< DITASK_ATTEMPT: this node's restart count
 };
 
 /// Router internals. Thread: any.
@@ -31,6 +34,8 @@ struct RouterAccess {
   static void activate(Router& router, RouterIdentity identity);
   /// Back to inactive (tests, shutdown).
   static void deactivate(Router& router) noexcept;
+  /// Who this node's own events come from (node id, attempt, labels; transport "local").
+  static std::shared_ptr<const EventMeta> local_meta(const Router& router);
 };
 
 /// Task internals. Thread: any.

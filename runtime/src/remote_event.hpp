@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ditask/event_args.hpp"
+#include "ditask/event_meta.hpp"
 #include "ditask/export.hpp"
 #include "ditask/packed_args.hpp"
 
@@ -49,6 +50,7 @@ struct RemoteEvent {
   std::optional<EventArgs> args;
   std::optional<PackedPayload> packed;
   std::shared_ptr<Receipt> receipt;
+  std::shared_ptr<const EventMeta> meta;  ///< its sender; null for a runtime notice (then local)
   std::uint64_t seq = 0;
   std::size_t bytes = 0;
 

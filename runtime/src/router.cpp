@@ -42,6 +42,22 @@ std::set<std::string> Router::labels() const {
   return state_->active ? state_->identity.labels : std::set<std::string>{};
 }
 
+std::shared_ptr<const EventMeta> detail::RouterAccess::local_meta(const Router& router) {
+  std::lock_guard lock(router.state_->mutex);
+  auto meta = std::make_shared<EventMeta>();
+  if (router.state_->active) {
+    const auto& id = router.state_->identity;
+    meta->sender = static_cast<int>(id.node_id);
+    meta->attempt = static_cast<int>(id.attempt);
+    auto labels = id.labels;
+    labels.insert("node." + std::to_string(id.node_id));  // as its hello announces it
+    meta->labels.assign(labels.begin(), labels.end());
+  } else {
+    meta->sender = 0;  // a standalone task is node 0, as node_id() says
+  }
+  return meta;
+}
+
 std::set<std::string> Router::roles() const {
   std::lock_guard lock(state_->mutex);
   return state_->active ? state_->identity.roles : std::set<std::string>{};

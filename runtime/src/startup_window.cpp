@@ -15,6 +15,7 @@ std::shared_ptr<KeptMark> StartupWindow::keep(const BusJob& job, bool once_prese
   copy.event = job.event;
   copy.args = job.args;
   copy.packed = job.packed;
+  copy.meta = job.meta;
   copy.seq = job.seq;
   copy.mark = mark;
   topic.events.push_back(Kept{std::move(copy), mark});

@@ -5,6 +5,7 @@
 
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
+#include "internal_access.hpp"
 #include "mesh/mesh.hpp"
 #include "start_hook.hpp"
 #include "task_impl.hpp"
@@ -106,6 +107,7 @@ void Task::start_locked(StartOptions options, std::shared_ptr<detail::EventBus> 
   if (impl_->running) {
     throw Error("task is already running", "stop it (destroy the guard start() returned) first");
   }
+  bus->set_local_meta(detail::RouterAccess::local_meta(impl_->router));
   bus->start();
   impl_->bus = std::move(bus);
   impl_->labels = options.labels;

@@ -102,7 +102,7 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
       log::set_level(*env.log_level);
     }
     detail::RouterAccess::activate(
-        task().router(), detail::RouterIdentity{env.node_id, env.local_id, env.parallel_workers, env.labels, env.roles});
+        task().router(), detail::RouterIdentity{env.node_id, env.local_id, env.parallel_workers, env.labels, env.roles, env.attempt});
     detail::mesh::set_worker_settings(
         detail::mesh::mesh_settings(env, std::getenv("DITASK_TOKEN"), std::getenv("DITASK_LISTEN_FD")));
     entry = resolve(env);

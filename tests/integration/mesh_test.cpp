@@ -184,6 +184,20 @@ TEST_CASE("mesh: emit_to_node, emit_to_label and named arguments reach exactly t
   }
 }
 
+TEST_CASE("mesh: a handler learns who sent its event and replies to exactly that node",
+          "[mesh][integration]") {
+  auto r = run_ditask(mesh_args("reply", 3, {"--labels", "team"}), 30s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) == "answered=2");
+  for (long node = 1; node < 3; ++node) {
+    CAPTURE(node);
+    const std::string id = std::to_string(node);
+    CHECK(result_of(r.out, node) == "asked_as=" + id + " attempt=0 labels=node." + id +
+                                        ";team transport=mesh remote=1 answer_from=0 answer_remote=1");
+  }
+}
+
 TEST_CASE("mesh: the greeting example prints 'Get msg: Hi' every time", "[mesh][integration]") {
   for (int run = 0; run < 5; ++run) {
     CAPTURE(run);

@@ -6,6 +6,7 @@
 #include "ditask/context.hpp"
 #include "ditask/error.hpp"
 #include "ditask/event_args.hpp"
+#include "ditask/event_meta.hpp"
 #include "ditask/handler.hpp"
 #include "ditask/middleware.hpp"
 #include "ditask/module.hpp"

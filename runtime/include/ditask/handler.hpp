@@ -10,14 +10,18 @@
 #include <utility>
 
 #include "ditask/event_args.hpp"
+#include "ditask/event_meta.hpp"
 #include "ditask/packed_args.hpp"
 
 namespace ditask {
 
-/// A handler after type erasure: it receives the raw arguments of one event.
+/// A handler that takes the raw arguments of one event (any handler form is accepted by on()).
 using RawHandler = std::function<void(const EventArgs&)>;
 
 namespace detail {
+
+/// A handler after type erasure: the arguments of one event and who sent it.
+using ErasedHandler = std::function<void(const EventArgs&, const EventMeta&)>;
 
 template <class F>
 struct callable_traits : callable_traits<decltype(&std::decay_t<F>::operator())> {};
@@ -60,6 +64,44 @@ template <class Tuple, std::size_t... I>
 Tuple convert_positional(const EventArgs& a, std::index_sequence<I...>) {
   return Tuple{a.get<std::decay_t<std::tuple_element_t<I, Tuple>>>(I)...};
 }
+
+/// True when the last parameter is EventMeta (by value or reference): the handler is told who
+/// sent the event.
+template <class Params>
+constexpr bool last_is_meta() {
+  constexpr std::size_t n = std::tuple_size_v<Params>;
+  if constexpr (n > 0) {
+    return std::is_same_v<std::decay_t<std::tuple_element_t<n - 1, Params>>, EventMeta>;
+  } else {
+    return false;
+  }
+}
+
+/// The parameters an event's arguments fill: all of them, or all but a trailing EventMeta.
+template <class Params, class Seq>
+struct take_prefix;
+template <class Params, std::size_t... I>
+struct take_prefix<Params, std::index_sequence<I...>> {
+  using type = std::tuple<std::tuple_element_t<I, Params>...>;
+};
+template <class Params>
+using argument_params_t =
+    typename take_prefix<Params, std::make_index_sequence<std::tuple_size_v<Params> - (last_is_meta<Params>() ? 1 : 0)>>::type;
+
+/// Calls `f` with the converted arguments, then `meta` when F takes it (as its last parameter).
+template <class F>
+struct WithMeta {
+  F& f;
+  const EventMeta& meta;
+  template <class... A>
+  void operator()(A&&... a) {
+    if constexpr (last_is_meta<typename callable_traits<F>::params>()) {
+      f(std::forward<A>(a)..., meta);
+    } else {
+      f(std::forward<A>(a)...);
+    }
+  }
+};
 
 /// True when the parameter list is exactly one EventArgs (by value or reference).
 template <class Params>
@@ -114,18 +156,23 @@ void call_raw(Fn& f, const EventArgs& a) {
   }
 }
 
-/// Wraps `fn(P...)` so it can be called with EventArgs. Rules: a single `const EventArgs&`
-/// parameter gets everything; otherwise each parameter takes one positional argument, and a
-/// last parameter of type `const Kwargs&` takes the named ones.
+/// Wraps `fn(P...)` so it can be called with EventArgs and the sender. Rules: a single
+/// `const EventArgs&` parameter gets everything; otherwise each parameter takes one positional
+/// argument, and a last parameter of type `const Kwargs&` takes the named ones. Either form may
+/// end with a `const EventMeta&` parameter, which gets the sender.
 template <class F>
-RawHandler make_raw_handler(F&& fn) {
+ErasedHandler make_raw_handler(F&& fn) {
   check_handler_type<F>();
-  using Params = typename callable_traits<std::decay_t<F>>::params;
-  if constexpr (takes_raw_args<Params>()) {
-    return RawHandler(std::forward<F>(fn));
-  } else {
-    return [f = std::forward<F>(fn)](const EventArgs& a) mutable { call_raw<Params>(f, a); };
-  }
+  using Fn = std::decay_t<F>;
+  using Params = argument_params_t<typename callable_traits<Fn>::params>;
+  return [f = Fn(std::forward<F>(fn))](const EventArgs& a, const EventMeta& meta) mutable {
+    WithMeta<Fn> call{f, meta};
+    if constexpr (takes_raw_args<Params>()) {
+      call(a);
+    } else {
+      call_raw<Params>(call, a);
+    }
+  };
 }
 
 /// True when every parameter is a simple type the fast path reads (no EventArgs, no Kwargs).
@@ -135,7 +182,7 @@ constexpr bool all_unpackable(std::index_sequence<I...>) {
 }
 
 template <class Values, class Fn, std::size_t... I>
-bool call_packed(Fn& f, const PackedArgs& a, std::index_sequence<I...>) {
+bool call_packed(Fn&& f, const PackedArgs& a, std::index_sequence<I...>) {
   if (a.count != sizeof...(I) || a.named_count != 0) {
     return false;
   }
@@ -153,7 +200,7 @@ bool call_packed(Fn& f, const PackedArgs& a, std::index_sequence<I...>) {
 /// A handler in both erased forms: `raw` takes EventArgs (always set); `packed` reads simple
 /// arguments straight from the wire (set only when every parameter is a simple type).
 struct Handlers {
-  RawHandler raw;
+  ErasedHandler raw;
   PackedHandler packed;
 };
 
@@ -161,15 +208,19 @@ struct Handlers {
 template <class F>
 Handlers make_handlers(F&& fn) {
   check_handler_type<F>();
-  using Params = typename callable_traits<std::decay_t<F>>::params;
+  using Fn = std::decay_t<F>;
+  using Params = argument_params_t<typename callable_traits<Fn>::params>;
   constexpr std::size_t n = std::tuple_size_v<Params>;
   if constexpr (all_unpackable<Params>(std::make_index_sequence<n>{})) {
-    auto shared = std::make_shared<std::decay_t<F>>(std::forward<F>(fn));
+    auto shared = std::make_shared<Fn>(std::forward<F>(fn));
     using Values = typename decayed_prefix<Params, std::make_index_sequence<n>>::type;
-    PackedHandler packed = [shared](const PackedArgs& a) {
-      return call_packed<Values>(*shared, a, std::make_index_sequence<n>{});
+    PackedHandler packed = [shared](const PackedArgs& a, const EventMeta& meta) {
+      return call_packed<Values>(WithMeta<Fn>{*shared, meta}, a, std::make_index_sequence<n>{});
     };
-    RawHandler raw = [shared](const EventArgs& a) { call_raw<Params>(*shared, a); };
+    ErasedHandler raw = [shared](const EventArgs& a, const EventMeta& meta) {
+      WithMeta<Fn> call{*shared, meta};
+      call_raw<Params>(call, a);
+    };
     return Handlers{std::move(raw), std::move(packed)};
   } else {
     return Handlers{make_raw_handler(std::forward<F>(fn)), nullptr};

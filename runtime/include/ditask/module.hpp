@@ -11,8 +11,11 @@
 
 /// The entry ABI this header produces; worker mode refuses a module built for another one.
 /// Bump it when the calling convention of an entry changes (signature, what the runtime sets
-/// up before calling it).
-#define DITASK_ABI_VERSION 2
+/// up before calling it), or when code the headers inline into a module changes its layout or
+/// its wire form: the handler wrappers (handler.hpp: detail::Handlers, EventMeta) and the codec
+/// (msgpack.hpp, packed_args.hpp, whose inline namespace wire_v1 is renamed with its format).
+/// 3: handlers receive an EventMeta.
+#define DITASK_ABI_VERSION 3
 
 namespace ditask {
 

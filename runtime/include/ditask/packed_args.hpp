@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ditask/export.hpp"
+#include "ditask/event_meta.hpp"
 #include "ditask/msgpack.hpp"
 
 namespace ditask::detail::inline wire_v1 {
@@ -126,6 +127,6 @@ bool unpack_value(const std::uint8_t*& p, const std::uint8_t* end, T& out) {
 /// A typed handler's fast path: decodes the arguments and calls the handler, or returns false
 /// without calling it when an argument is not in the simple form it expects (the JSON path then
 /// converts it, or reports the mismatch).
-using PackedHandler = std::function<bool(const PackedArgs&)>;
+using PackedHandler = std::function<bool(const PackedArgs&, const EventMeta&)>;
 
 }  // namespace ditask::detail::inline wire_v1

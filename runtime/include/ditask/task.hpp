@@ -109,8 +109,9 @@ class DITASK_API Task {
   /// Calls `fn` for every emit of `event` (exact name) after this call, and, during the startup
   /// window (until ready() or the first run()), for every remote `event` that came before it.
   /// `fn` takes typed parameters (one per positional argument, converted with nlohmann
-  /// from_json, plus an optional last `const Kwargs&`) or a single `const EventArgs&`.
-  /// Errors: ditask::Error when not running.
+  /// from_json, plus an optional last `const Kwargs&`) or a single `const EventArgs&`; either
+  /// form may end with `const EventMeta&`, who sent the event (reply with
+  /// `emit_to_node(meta.sender, ...)`). Errors: ditask::Error when not running.
   template <class F>
   HandlerId on(std::string event, F&& fn) {
     return add_handler(std::move(event), detail::make_handlers(std::forward<F>(fn)), false);

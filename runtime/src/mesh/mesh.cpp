@@ -120,6 +120,7 @@ Mesh::Mesh(MeshSettings settings) : settings_(std::move(settings)), acceptor_(io
   own_hello_.labels.insert("node." + std::to_string(settings_.node_id));
   own_hello_.max_frame_bytes = settings_.max_frame_bytes;
   own_hello_.listen = settings_.listen;
+  own_meta_ = meta_of(own_hello_);
   own_hello_.auth = !settings_.token.empty();
   encode_hello(own_hello_);  // a label or run id the hello cannot carry is reported now, not per link
 
@@ -606,6 +607,7 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
   if (old) {
     old->close_here("replaced");  // its peer_left comes before the new incarnation's peer_joined
   }
+  link->sender_meta = meta_of(h);
   link->established = true;
   link->stop_hello_timer();
   {
@@ -641,6 +643,32 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
   room_changed_.notify_all();
   DITASK_LOG(info, "mesh") << link->peer() << " joined (attempt " << h.attempt << ")";
   hand_over({notice(events::peer_joined, h, "", 0)});
+}
+
+std::shared_ptr<const EventMeta> Mesh::meta_of(const Hello& hello) {
+  auto meta = std::make_shared<EventMeta>();
+  meta->sender = static_cast<int>(hello.node_id);
+  meta->attempt = static_cast<int>(hello.attempt);
+  meta->labels.assign(hello.labels.begin(), hello.labels.end());
+  meta->transport = "mesh";
+  meta->remote = true;
+  return meta;
+}
+
+std::shared_ptr<const EventMeta> Mesh::relayed_sender(std::uint64_t node) const {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = joined_.find(static_cast<std::int64_t>(node)); it != joined_.end() && it->second.link->sender_meta) {
+      return it->second.link->sender_meta;
+    }
+  }
+  // A spoke of a relaying star knows the other spokes only by the node id in the frame.
+  auto meta = std::make_shared<EventMeta>();
+  meta->sender = static_cast<int>(node);
+  meta->attempt = -1;
+  meta->transport = "mesh";
+  meta->remote = true;
+  return meta;
 }
 
 RemoteEvent Mesh::notice(const char* event, const Hello& hello, const std::string& reason,
@@ -703,6 +731,11 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   e.receipt = link;
   e.seq = frame.seq;
   e.bytes = bytes;
+  e.meta = link->sender_meta;
+  if ((frame.flags & kFlagRelayed) != 0 && link->hello &&
+      frame.sender != static_cast<std::uint64_t>(link->hello->node_id)) {
+    e.meta = relayed_sender(frame.sender);
+  }
   batches_[link.get()].push_back(std::move(e));
 }
 
@@ -1113,6 +1146,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   if (to_self) {
     RemoteEvent e;
     e.event = std::string(event);
+    e.meta = own_meta_;
     if (args) {
       e.args = *args;
     } else if ((e.packed = codec::locate_event_args(payload))) {

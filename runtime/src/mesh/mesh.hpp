@@ -146,6 +146,10 @@ class Mesh final : public Link::Owner {
   // send() and send_packed(); `args` (when known) is what self-delivery hands over.
   void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload,
                     const EventArgs* args);
+  // The sender of the events `hello`'s node sends.
+  static std::shared_ptr<const EventMeta> meta_of(const Hello& hello);
+  // The sender of an event a hub relayed from `node`: its link's meta when this node has one.
+  std::shared_ptr<const EventMeta> relayed_sender(std::uint64_t node) const;
   RemoteEvent notice(const char* event, const Hello& hello, const std::string& reason, std::uint64_t lost) const;
   Dest* find_dest_locked(const Hello& hello, const std::string& dial_address);
   std::vector<std::string> missing_locked() const;
@@ -160,6 +164,7 @@ class Mesh final : public Link::Owner {
 
   const MeshSettings settings_;
   Hello own_hello_;
+  std::shared_ptr<const EventMeta> own_meta_;  // this node as the sender of its events to itself
   std::shared_ptr<ReadBufferPool> read_buffers_;  // set by the constructor
   BodyPtr own_hello_body_;  // io thread: own_hello_ encoded, for links without a nonce
   boost::asio::io_context io_;

@@ -170,7 +170,7 @@ TEST_CASE("packed_args: a typed handler has a fast path only for simple paramete
     auto layout = codec::locate_event_args(wire);
     REQUIRE(layout);
     layout->bytes = wire;
-    return typed.packed(layout->view());
+    return typed.packed(layout->view(), ditask::EventMeta{});
   };
   CHECK(run(packed(4, std::string("ab"), Bytes(3, 0))));
   CHECK(calls == std::vector<std::string>{"4ab3"});
@@ -180,7 +180,7 @@ TEST_CASE("packed_args: a typed handler has a fast path only for simple paramete
   CHECK_FALSE(run(codec::encode_event_args(ditask::EventArgs::from(4, "ab", Bytes{}, ditask::kw("x", 1)))));
   CHECK(calls.size() == 1);
   // The raw form shares the same callable.
-  typed.raw(ditask::EventArgs::from(5, "c", Bytes(1, 0)));
+  typed.raw(ditask::EventArgs::from(5, "c", Bytes(1, 0)), ditask::EventMeta{});
   CHECK(calls.back() == "5c1");
 }
 
@@ -201,7 +201,7 @@ TEST_CASE("packed_args: a packed remote event reaches fast and JSON handlers ali
   std::vector<std::string> seen;
   auto typed = ditask::detail::make_handlers([&](int n) { seen.push_back("typed " + std::to_string(n)); });
   bus->add("e", std::move(typed.raw), false, std::move(typed.packed));
-  bus->add("e", [&](const ditask::EventArgs& a) { seen.push_back("raw " + a.args.dump()); }, false);
+  bus->add("e", ditask::detail::make_raw_handler([&](const ditask::EventArgs& a) { seen.push_back("raw " + a.args.dump()); }), false);
   auto narrow = ditask::detail::make_handlers([&](std::int8_t n) { seen.push_back("narrow " + std::to_string(n)); });
   bus->add("e", std::move(narrow.raw), false, std::move(narrow.packed));
 

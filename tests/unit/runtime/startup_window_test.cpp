@@ -63,8 +63,8 @@ std::shared_ptr<EventBus> started_bus() {
 struct Seen {
   std::mutex mutex;
   std::vector<int> values;
-  ditask::RawHandler handler() {
-    return [this](const ditask::EventArgs& args) {
+  ditask::detail::ErasedHandler handler() {
+    return [this](const ditask::EventArgs& args, const ditask::EventMeta&) {
       std::lock_guard lock(mutex);
       values.push_back(args.get<int>(0));
     };
