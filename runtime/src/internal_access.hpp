@@ -18,6 +18,8 @@
 
 namespace ditask::detail {
 
+class Transport;
+
 /// What worker mode learned from the launcher about this process's place in the job.
 struct RouterIdentity {
   std::int64_t node_id = 0;
@@ -34,6 +36,10 @@ struct RouterAccess {
   static void activate(Router& router, RouterIdentity identity);
   /// Back to inactive (tests, shutdown).
   static void deactivate(Router& router) noexcept;
+  /// Where peers() and stats() look (the worker's transport, set when a task joins it).
+  static void set_transport(Router& router, const std::shared_ptr<Transport>& transport);
+  /// The transport set_transport named, while it lives and the router is active.
+  static std::shared_ptr<Transport> transport(const Router& router);
   /// Who this node's own events come from (node id, attempt, labels; transport "local").
   static std::shared_ptr<const EventMeta> local_meta(const Router& router);
 };

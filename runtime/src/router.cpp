@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "internal_access.hpp"
-#include "mesh/mesh.hpp"
+#include "transport/transport.hpp"
 
 namespace ditask {
 
@@ -12,6 +12,7 @@ struct Router::State {
   mutable std::mutex mutex;
   bool active = false;  // guarded by mutex, like identity
   detail::RouterIdentity identity;
+  std::weak_ptr<detail::Transport> transport;  // guarded by mutex: the worker's, once a task joined it
 };
 
 Router::Router() : state_(std::make_unique<State>()) {}
@@ -64,13 +65,23 @@ std::set<std::string> Router::roles() const {
 }
 
 std::vector<PeerInfo> Router::peers() const {
-  auto mesh = is_active() ? detail::mesh::worker_mesh(false) : nullptr;
-  return mesh ? mesh->peers() : std::vector<PeerInfo>{};
+  auto transport = detail::RouterAccess::transport(*this);
+  return transport ? transport->peers() : std::vector<PeerInfo>{};
 }
 
-MeshStats Router::stats() const {
-  auto mesh = is_active() ? detail::mesh::worker_mesh(false) : nullptr;
-  return mesh ? mesh->stats() : MeshStats{};
+TransportStats Router::stats() const {
+  auto transport = detail::RouterAccess::transport(*this);
+  return transport ? transport->stats() : TransportStats{};
+}
+
+std::shared_ptr<detail::Transport> detail::RouterAccess::transport(const Router& router) {
+  std::lock_guard lock(router.state_->mutex);
+  return router.state_->active ? router.state_->transport.lock() : nullptr;
+}
+
+void detail::RouterAccess::set_transport(Router& router, const std::shared_ptr<Transport>& transport) {
+  std::lock_guard lock(router.state_->mutex);
+  router.state_->transport = transport;
 }
 
 void detail::RouterAccess::activate(Router& router, RouterIdentity identity) {
@@ -83,6 +94,7 @@ void detail::RouterAccess::deactivate(Router& router) noexcept {
   std::lock_guard lock(router.state_->mutex);
   router.state_->active = false;
   router.state_->identity = RouterIdentity{};
+  router.state_->transport.reset();
 }
 
 }  // namespace ditask

@@ -6,7 +6,7 @@
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
 #include "internal_access.hpp"
-#include "mesh/mesh.hpp"
+#include "transport/transport.hpp"
 #include "start_hook.hpp"
 #include "task_impl.hpp"
 
@@ -66,7 +66,7 @@ Running Task::start(StartOptions options) {
       });
   start_locked(std::move(options), bus);
   try {
-    join_mesh(bus);
+    join_transport(bus);
   } catch (...) {
     stop_as(true);
     throw;
@@ -77,20 +77,21 @@ Running Task::start(StartOptions options) {
   return Running(this);
 }
 
-void Task::join_mesh(const std::shared_ptr<detail::EventBus>& bus) {
+void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
   if (!impl_->router.is_active()) {
     return;
   }
-  auto mesh = detail::mesh::worker_mesh(true);
-  if (!mesh) {
+  auto transport = detail::worker_transport(true);
+  if (!transport) {
     return;
   }
   {
     std::lock_guard lock(impl_->mutex);
-    impl_->mesh = mesh;
+    impl_->transport = transport;
   }
+  detail::RouterAccess::set_transport(impl_->router, transport);
   Impl* impl = impl_.get();
-  mesh->attach([bus, impl](std::vector<detail::RemoteEvent>&& events) {
+  transport->attach([bus, impl](std::vector<detail::RemoteEvent>&& events) {
     for (const auto& e : events) {
       // A peer's orderly stop ends this node's run() loop too (DI-engine's finish broadcast).
       if (e.event == events::finish && e.unpacked().kwargs.value("reason", std::string()) == "ok") {
@@ -99,7 +100,7 @@ void Task::join_mesh(const std::shared_ptr<detail::EventBus>& bus) {
     }
     bus->post_remote(std::move(events));
   });
-  mesh->wait_ready();
+  transport->wait_ready();
 }
 
 void Task::start_locked(StartOptions options, std::shared_ptr<detail::EventBus> bus) {
@@ -134,25 +135,25 @@ void Task::start_locked(StartOptions options, std::shared_ptr<detail::EventBus> 
 void Task::stop() noexcept { stop_as(std::uncaught_exceptions() > 0); }
 
 void Task::stop_as(bool failing) noexcept {
-  std::shared_ptr<detail::mesh::Mesh> mesh;
+  std::shared_ptr<detail::Transport> transport;
   {
     std::lock_guard lock(impl_->mutex);
-    mesh = impl_->running ? impl_->mesh : nullptr;  // kept until below: handlers may still emit
+    transport = impl_->running ? impl_->transport : nullptr;  // kept until below: handlers may still emit
   }
-  if (mesh) {
+  if (transport) {
     try {
       EventArgs args = EventArgs::from(true, kw("reason", failing ? "failed" : "ok"),
                                        kw("node_id", impl_->router.node_id()));
-      mesh->send(detail::mesh::SendTarget::all(), events::finish, args);
+      transport->send(detail::SendTarget::all(), events::finish, args);
       // What the peers emitted before their own stop still reaches this node's handlers.
-      if (!failing && !mesh->wait_peers_finished(kFinishWait)) {
+      if (!failing && !transport->wait_peers_finished(kFinishWait)) {
         DITASK_LOG(info, "task") << "stopping without the finish of every peer (waited "
                                  << kFinishWait.count() / 1000 << " s)";
       }
     } catch (const std::exception& e) {
       DITASK_LOG(warn, "task") << "could not tell the peers that this node finished: " << e.what();
     }
-    mesh->detach();
+    transport->detach();
   }
   std::shared_ptr<detail::EventBus> bus;
   std::unique_ptr<detail::WorkerPool> pool;
@@ -162,7 +163,7 @@ void Task::stop_as(bool failing) noexcept {
       return;
     }
     impl_->running = false;
-    impl_->mesh = nullptr;
+    impl_->transport = nullptr;
     bus = std::move(impl_->bus);
     pool = std::move(impl_->pool);
     impl_->middleware.clear();

@@ -3,16 +3,16 @@
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
 #include "ditask/task.hpp"
-#include "mesh/mesh.hpp"
+#include "transport/transport.hpp"
 #include "internal_access.hpp"
 #include "task_impl.hpp"
 
 namespace ditask {
 namespace {
 
-// Where emit_to_node (`node_id`) or emit_to_label (`label_pattern`) sends; nullopt without a mesh
+// Where emit_to_node (`node_id`) or emit_to_label (`label_pattern`) sends; nullopt without a transport
 // for a label (no peer matches). Errors: ditask::Error for a node when this is not a worker.
-std::optional<detail::mesh::SendTarget> target_of(bool has_mesh, std::optional<std::int64_t> node_id,
+std::optional<detail::SendTarget> target_of(bool has_mesh, std::optional<std::int64_t> node_id,
                                                   std::string_view label_pattern, std::string_view event) {
   if (!has_mesh) {
     if (node_id) {
@@ -22,7 +22,7 @@ std::optional<detail::mesh::SendTarget> target_of(bool has_mesh, std::optional<s
     }
     return std::nullopt;
   }
-  detail::mesh::SendTarget target;
+  detail::SendTarget target;
   target.node = node_id;
   target.label = std::string(label_pattern);
   return target;
@@ -43,7 +43,7 @@ Task::Impl::Live Task::Impl::live() const {
   if (!running) {
     throw_not_running();
   }
-  return Live{bus, mesh};
+  return Live{bus, transport};
 }
 
 void Task::Impl::on_handler_error(const std::string& event, std::exception_ptr error) {
@@ -66,9 +66,9 @@ std::size_t detail::TaskAccess::handler_count(const Task& task, std::string_view
 }
 
 void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
-  auto [bus, mesh] = impl_->live_for_emit();
-  if (scope != Scope::only_local && mesh) {
-    mesh->send(detail::mesh::SendTarget::all(), event, args);
+  auto [bus, transport] = impl_->live_for_emit();
+  if (scope != Scope::only_local && transport) {
+    transport->send(detail::SendTarget::all(), event, args);
   }
   if (scope != Scope::only_remote && !bus->post(std::string(event), std::move(args))) {
     throw_not_running();
@@ -85,9 +85,9 @@ std::vector<std::uint8_t>& detail::pack_buffer() {
 
 void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wire, Scope scope,
                      std::optional<EventArgs> local) {
-  auto [bus, mesh] = impl_->live_for_emit();
-  if (scope != Scope::only_local && mesh) {
-    mesh->send_packed(detail::mesh::SendTarget::all(), event, wire);
+  auto [bus, transport] = impl_->live_for_emit();
+  if (scope != Scope::only_local && transport) {
+    transport->send_packed(detail::SendTarget::all(), event, wire);
   }
   if (scope != Scope::only_remote && !bus->post(std::string(event), std::move(*local))) {
     throw_not_running();
@@ -96,17 +96,17 @@ void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wi
 
 void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, const std::vector<std::uint8_t>& wire) {
-  auto [bus, mesh] = impl_->live_for_emit();
-  if (auto target = target_of(mesh != nullptr, node_id, label_pattern, event)) {
-    mesh->send_packed(*target, event, wire);
+  auto [bus, transport] = impl_->live_for_emit();
+  if (auto target = target_of(transport != nullptr, node_id, label_pattern, event)) {
+    transport->send_packed(*target, event, wire);
   }
 }
 
 void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, EventArgs args) {
-  auto [bus, mesh] = impl_->live_for_emit();
-  if (auto target = target_of(mesh != nullptr, node_id, label_pattern, event)) {
-    mesh->send(*target, event, args);
+  auto [bus, transport] = impl_->live_for_emit();
+  if (auto target = target_of(transport != nullptr, node_id, label_pattern, event)) {
+    transport->send(*target, event, args);
   }
 }
 

@@ -17,9 +17,9 @@
 
 namespace ditask {
 
-namespace detail::mesh {
-class Mesh;
-}  // namespace detail::mesh
+namespace detail {
+class Transport;
+}  // namespace detail
 
 /// The state behind ditask::task(). Split over task.cpp (lifecycle, labels), task_events.cpp and
 /// task_middleware.cpp.
@@ -36,7 +36,7 @@ struct __attribute__((visibility("hidden"))) Task::Impl {
   bool running = false;
   StartOptions options;
   std::shared_ptr<detail::EventBus> bus;
-  std::shared_ptr<detail::mesh::Mesh> mesh;  // the worker's mesh while the task runs, else null
+  std::shared_ptr<detail::Transport> transport;  // the worker's transport while the task runs, else null
   std::set<std::string> labels;
   std::set<std::string> roles;
   std::vector<Step> middleware;
@@ -54,10 +54,10 @@ struct __attribute__((visibility("hidden"))) Task::Impl {
   /// The first handler failure, reported once (to the task's calls and its waiters).
   std::shared_ptr<detail::FailureSlot> failures = std::make_shared<detail::FailureSlot>();
 
-  /// The running task's bus and, in a worker, its mesh (one lock for both: emit's hot path).
+  /// The running task's bus and, in a worker, its transport (one lock for both: emit's hot path).
   struct Live {
     std::shared_ptr<detail::EventBus> bus;
-    std::shared_ptr<detail::mesh::Mesh> mesh;
+    std::shared_ptr<detail::Transport> transport;
   };
   /// Errors: ditask::Error when not running.
   Live live() const;

@@ -16,8 +16,8 @@
 #include "ditask/runtime/worker.hpp"
 #include "ditask/runtime/write_all.hpp"
 #include "ditask/task.hpp"
-#include "mesh/mesh.hpp"
 #include "mesh/settings.hpp"
+#include "transport/make_transport.hpp"
 #include "signal_events.hpp"
 #include "internal_access.hpp"
 #include "start_hook.hpp"
@@ -103,8 +103,8 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
     }
     detail::RouterAccess::activate(
         task().router(), detail::RouterIdentity{env.node_id, env.local_id, env.parallel_workers, env.labels, env.roles, env.attempt});
-    detail::mesh::set_worker_settings(
-        detail::mesh::mesh_settings(env, std::getenv("DITASK_TOKEN"), std::getenv("DITASK_LISTEN_FD")));
+    detail::set_worker_transport_plan(detail::TransportPlan{
+        detail::mesh::mesh_settings(env, std::getenv("DITASK_TOKEN"), std::getenv("DITASK_LISTEN_FD"))});
     entry = resolve(env);
   } catch (const std::exception& e) {
     print_error(e);
@@ -120,7 +120,7 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
   if (task().running()) {
     task().stop();  // the module returned without stopping it: run its queued handlers now
   }
-  detail::mesh::shutdown_worker_mesh(code != 0);  // delivers what is still queued for peers, says bye
+  detail::shutdown_worker_transport(code != 0);  // delivers what is still queued for peers, says bye
   flush_output();
   return code;
 }

@@ -37,15 +37,17 @@ struct PeerInfo {
   std::string address;               ///< the address it listens on
 };
 
-/// Event counters of this worker's mesh since it started.
-struct MeshStats {
-  std::uint64_t sent = 0;       ///< event frames written to peers (one per peer)
+/// Event counters of this worker's transport (the mesh) since it started.
+struct TransportStats {
+  std::uint64_t sent = 0;       ///< events sent to peers (one per peer)
   std::uint64_t acked = 0;      ///< of those, acknowledged by the peer
-  std::uint64_t received = 0;   ///< event frames received from peers
+  std::uint64_t received = 0;   ///< events received from peers
   std::uint64_t lost = 0;       ///< queued for or in flight to a peer that left before acknowledging
   std::uint64_t dropped = 0;    ///< not queued because the send queue was full (--send-policy drop)
   std::uint64_t unhandled = 0;  ///< received with no handler registered, after the startup window
 };
+/// The name TransportStats had while the mesh was the only transport.
+using MeshStats = TransportStats;
 
 /// This process's place in a distributed job (DI-engine's `Parallel` as `task.router`).
 /// Inactive (node id 0, no labels) in a plain process; worker mode activates it before the
@@ -73,8 +75,8 @@ class DITASK_API Router {
 
   /// Peers connected now (hello completed), by node id. Empty while inactive.
   std::vector<PeerInfo> peers() const;
-  /// Counters of the mesh (all zero while inactive).
-  MeshStats stats() const;
+  /// Counters of the transport (all zero while inactive).
+  TransportStats stats() const;
 
  private:
   friend struct detail::RouterAccess;

@@ -297,7 +297,7 @@ class DITASK_API Task {
   struct Impl;
 
   void start_locked(StartOptions options, std::shared_ptr<detail::EventBus> bus);
-  void join_mesh(const std::shared_ptr<detail::EventBus>& bus);
+  void join_transport(const std::shared_ptr<detail::EventBus>& bus);
   void stop_as(bool failing) noexcept;
   HandlerId add_handler(std::string event, detail::Handlers handlers, bool once);
   // The fast forms of emit and emit_args_to for simple arguments: `wire` is the event payload

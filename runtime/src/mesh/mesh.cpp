@@ -1181,8 +1181,8 @@ std::vector<PeerInfo> Mesh::peers() const {
   return out;
 }
 
-MeshStats Mesh::stats() const {
-  return MeshStats{sent_.load(), acked_.load(), received_.load(), lost_.load(), dropped_.load(), unhandled_.load()};
+TransportStats Mesh::stats() const {
+  return TransportStats{sent_.load(), acked_.load(), received_.load(), lost_.load(), dropped_.load(), unhandled_.load()};
 }
 
 void Mesh::shutdown(bool failed) noexcept {
@@ -1235,39 +1235,6 @@ void Mesh::shutdown(bool failed) noexcept {
   thread_.join();
   if (!bound_ipc_path_.empty()) {
     ::unlink(bound_ipc_path_.c_str());
-  }
-}
-
-namespace {
-std::mutex g_worker_mutex;
-std::optional<MeshSettings> g_worker_settings;  // guarded by g_worker_mutex
-std::shared_ptr<Mesh> g_worker_mesh;            // guarded by g_worker_mutex
-}  // namespace
-
-void set_worker_settings(MeshSettings settings) {
-  std::lock_guard lock(g_worker_mutex);
-  g_worker_settings = std::move(settings);
-}
-
-std::shared_ptr<Mesh> worker_mesh(bool create) {
-  std::lock_guard lock(g_worker_mutex);
-  if (!g_worker_mesh && create && g_worker_settings) {
-    auto mesh = std::make_shared<Mesh>(*g_worker_settings);
-    mesh->start();
-    g_worker_mesh = std::move(mesh);
-  }
-  return g_worker_mesh;
-}
-
-void shutdown_worker_mesh(bool failed) noexcept {
-  std::shared_ptr<Mesh> mesh;
-  {
-    std::lock_guard lock(g_worker_mutex);
-    mesh = std::move(g_worker_mesh);
-    g_worker_settings.reset();
-  }
-  if (mesh) {
-    mesh->shutdown(failed);
   }
 }
 

@@ -31,24 +31,16 @@
 #include "refusal.hpp"
 #include "ditask/router.hpp"
 #include "settings.hpp"
+#include "../transport/transport.hpp"
 
 namespace ditask::detail::mesh {
 
-/// Where the mesh hands received events and membership notices (the running task's bus).
-/// Called on the io thread, in arrival order.
-using Sink = std::function<void(std::vector<RemoteEvent>&&)>;
+using detail::SendTarget;
+using detail::Sink;
 
-/// Who an event goes to.
-struct SendTarget {
-  std::optional<std::int64_t> node;  ///< one node
-  std::string label;                 ///< connected peers with a matching label (when non-empty)
-  /// Every peer.
-  static SendTarget all() { return {}; }
-};
-
-/// One worker's mesh. Owns one io thread. Thread: every public method is safe from any thread
-/// except the io thread.
-class Mesh final : public Link::Owner {
+/// One worker's mesh: the Transport of TCP and Unix-socket links. Owns one io thread. Thread:
+/// every public method is safe from any thread except the io thread.
+class Mesh final : public Transport, public Link::Owner {
  public:
   explicit Mesh(MeshSettings settings);
   ~Mesh() override;
@@ -59,30 +51,32 @@ class Mesh final : public Link::Owner {
   /// Errors: ditask::Error naming the address.
   void start();
   /// Flushes to the sink what arrived before and hands it everything from now on.
-  void attach(Sink sink);
+  void attach(Sink sink) override;
   /// No sink any more: later events are acknowledged and counted as unhandled.
-  void detach();
+  void detach() override;
   /// Blocks until every expected peer completed the hello.
   /// Errors: ditask::Error naming each missing peer (and why) after the startup timeout.
-  void wait_ready();
+  void wait_ready() override;
   /// Sends one event. Errors: ditask::Error when it exceeds a peer's frame limit (nothing is
   /// sent then), when a send queue stays full for the send timeout, or for an unknown node.
-  void send(const SendTarget& target, std::string_view event, const EventArgs& args);
+  void send(const SendTarget& target, std::string_view event, const EventArgs& args) override;
   /// send() for arguments already encoded as an event payload (detail::pack_event).
-  void send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload);
+  void send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) override;
   /// After this node's `finish`: waits until every connected peer has sent its own `finish` or
   /// left, so whatever they emitted before stopping reaches this node's handlers. Returns false
   /// when `timeout` passed first.
-  bool wait_peers_finished(std::chrono::milliseconds timeout);
+  bool wait_peers_finished(std::chrono::milliseconds timeout) override;
   /// Connected peers, by node id.
-  std::vector<PeerInfo> peers() const;
+  std::vector<PeerInfo> peers() const override;
   /// Counters.
-  MeshStats stats() const;
+  TransportStats stats() const override;
+  /// "mesh".
+  std::string_view name() const noexcept override { return "mesh"; }
   /// Waits (bounded) for what was sent to be acknowledged, says bye, closes every link and
   /// stops the io thread. Idempotent.
   /// `failed`: the bye says "failed", so peers that dial this node keep dialling (it may be
   /// restarted); after a plain bye they do not.
-  void shutdown(bool failed = false) noexcept;
+  void shutdown(bool failed = false) noexcept override;
 
   // Link::Owner (io thread)
   void on_frame(const std::shared_ptr<Link>& link, Frame&& frame) override;
@@ -197,13 +191,5 @@ class Mesh final : public Link::Owner {
 
   std::atomic<std::uint64_t> sent_{0}, acked_{0}, received_{0}, lost_{0}, dropped_{0}, unhandled_{0};
 };
-
-/// Worker mode stores its settings here; the mesh itself starts with the first Task::start().
-void set_worker_settings(MeshSettings settings);
-/// The worker's mesh: nullptr outside worker mode; created and started on the first call with
-/// `create`. Errors: as Mesh::start.
-std::shared_ptr<Mesh> worker_mesh(bool create);
-/// Shuts the worker's mesh down (worker exit). Idempotent.
-void shutdown_worker_mesh(bool failed) noexcept;
 
 }  // namespace ditask::detail::mesh

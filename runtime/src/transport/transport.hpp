@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// The seam between the task layer and the network: what a transport (the mesh today, Redis next)
+// offers a worker's task. DESIGN.md "Layers".
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../remote_event.hpp"
+#include "ditask/event_args.hpp"
+#include "ditask/router.hpp"
+
+namespace ditask::detail {
+
+/// Where a transport hands received events and membership notices (the running task's bus).
+/// Called on the transport's io thread, in arrival order.
+using Sink = std::function<void(std::vector<RemoteEvent>&&)>;
+
+/// Who an event goes to.
+struct SendTarget {
+  std::optional<std::int64_t> node;  ///< one node
+  std::string label;                 ///< connected peers with a matching label (when non-empty)
+  /// Every peer.
+  static SendTarget all() { return {}; }
+};
+
+/// One worker's connection to its peers. A worker has one for its life; each started task
+/// attaches to it and detaches at stop. Thread: every method is safe from any thread except the
+/// transport's own io thread (named by the implementation).
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  /// Its name, as EventMeta::transport reports it ("mesh").
+  virtual std::string_view name() const noexcept = 0;
+  /// Flushes to the sink what arrived before and hands it everything from now on.
+  virtual void attach(Sink sink) = 0;
+  /// No sink any more: later events are acknowledged and counted as unhandled.
+  virtual void detach() = 0;
+  /// Blocks until every expected peer has joined.
+  /// Errors: ditask::Error naming each missing peer (and why) after the startup timeout.
+  virtual void wait_ready() = 0;
+  /// Sends one event. Errors: ditask::Error when a peer cannot take it (frame limit, a send
+  /// queue full for the send timeout) or for an unknown node.
+  virtual void send(const SendTarget& target, std::string_view event, const EventArgs& args) = 0;
+  /// send() for arguments already encoded as an event payload (detail::pack_event).
+  virtual void send_packed(const SendTarget& target, std::string_view event,
+                           std::span<const std::uint8_t> payload) = 0;
+  /// After this node's `finish`: waits until every connected peer has sent its own `finish` or
+  /// left. Returns false when `timeout` passed first.
+  virtual bool wait_peers_finished(std::chrono::milliseconds timeout) = 0;
+  /// Connected peers, by node id.
+  virtual std::vector<PeerInfo> peers() const = 0;
+  /// Counters since it started.
+  virtual TransportStats stats() const = 0;
+  /// Says goodbye to the peers and closes. `failed`: peers should expect a restart. Idempotent.
+  virtual void shutdown(bool failed = false) noexcept = 0;
+};
+
+/// The worker's transport, created and started on the first call with `create` once worker
+/// mode set its plan (null in a plain process). Errors: ditask::Error when it cannot start.
+std::shared_ptr<Transport> worker_transport(bool create);
+/// Shuts the worker's transport down (worker exit). `failed`: the entry failed.
+void shutdown_worker_transport(bool failed) noexcept;
+
+}  // namespace ditask::detail
