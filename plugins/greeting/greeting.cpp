@@ -11,14 +11,15 @@ DITASK_MAIN(main_entry) {
   auto& task = ditask::task();
   auto running = task.start({.async_mode = false});
   if (task.router().node_id() == 0) {
-    task.on("greeting", [](std::string msg) { std::cout << "Get msg: " << msg << "\n"; });
+    // One write per line: the handler runs on the dispatcher thread while main goes on.
+    task.on("greeting", [](std::string msg) { std::cout << ("Get msg: " + msg + "\n"); });
   } else {
     task.emit("greeting", std::string("Hi"));
   }
   std::int64_t steps = 0;
   task.use([&steps](ditask::Context&) { ++steps; });
   task.run(10);
-  std::cout << "node " << task.router().node_id() << " ran " << steps << " steps\n";
+  std::cout << ("node " + std::to_string(task.router().node_id()) + " ran " + std::to_string(steps) + " steps\n");
 }
 
 // `ditask --package greeting --parallel-workers 2`: the smallest possible module.
