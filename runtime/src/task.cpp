@@ -94,11 +94,13 @@ void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
   transport->attach([bus, impl](std::vector<detail::RemoteEvent>&& events) {
     for (const auto& e : events) {
       // A peer's orderly stop ends this node's run() loop too (DI-engine's finish broadcast).
-      if (e.event == events::finish && e.unpacked().kwargs.value("reason", std::string()) == "ok") {
+      if (!e.notice && e.event == events::finish && e.unpacked().kwargs.value("reason", std::string()) == "ok") {
         impl->finish = true;
       }
     }
+    const auto seen = detail::FinishBarrier::scan(events);
     bus->post_remote(std::move(events));
+    impl->finish_barrier.note(seen);  // only now: what a peer sent before its finish is queued
   });
   transport->wait_ready();
 }
@@ -146,7 +148,7 @@ void Task::stop_as(bool failing) noexcept {
                                        kw("node_id", impl_->router.node_id()));
       transport->send(detail::SendTarget::all(), events::finish, args);
       // What the peers emitted before their own stop still reaches this node's handlers.
-      if (!failing && !transport->wait_peers_finished(kFinishWait)) {
+      if (!failing && !impl_->finish_barrier.wait([&] { return transport->peers(); }, kFinishWait)) {
         DITASK_LOG(info, "task") << "stopping without the finish of every peer (waited "
                                  << kFinishWait.count() / 1000 << " s)";
       }

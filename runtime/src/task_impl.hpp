@@ -13,6 +13,7 @@
 #include "ditask/task.hpp"
 #include "event_bus.hpp"
 #include "failure_slot.hpp"
+#include "finish_barrier.hpp"
 #include "worker_pool.hpp"
 
 namespace ditask {
@@ -46,6 +47,7 @@ struct __attribute__((visibility("hidden"))) Task::Impl {
   Lock task_lock;
   Context ctx;  // touched by the run() thread and its middleware only
   std::atomic<bool> finish{false};
+  detail::FinishBarrier finish_barrier;  // the peers' finishes, across this task's runs
 
   std::mutex stack_mutex;  // guards the two below; taken by pool threads
   std::vector<Backward> backward_stack;

@@ -120,7 +120,6 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   bool refused = false;                ///< we refused the peer
   std::string dial_address;            ///< the address dialled (dialled links)
   std::string own_nonce;               ///< the nonce of our hello on this link
-  bool finish_in_batch = false;        ///< the peer's own finish is in the current read batch (io)
   std::shared_ptr<const EventMeta> sender_meta;  ///< the peer as its events' sender (set at join)
   /// Closes now, calling Owner::on_closed before returning. Thread: io.
   void close_here(const std::string& reason) { close_now(reason); }

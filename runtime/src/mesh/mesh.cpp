@@ -675,6 +675,7 @@ RemoteEvent Mesh::notice(const char* event, const Hello& hello, const std::strin
                          std::uint64_t lost) const {
   RemoteEvent e;
   e.event = event;
+  e.notice = true;
   auto& kwargs = e.args.emplace().kwargs;
   kwargs["node_id"] = hello.node_id;
   kwargs["attempt"] = hello.attempt;
@@ -725,9 +726,6 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     e.packed->bytes = std::move(frame.payload);
   }
   e.event = frame.topic.substr(5);
-  if (e.event == events::finish && (frame.flags & kFlagRelayed) == 0) {
-    link->finish_in_batch = true;  // a finish a hub relays is another node's, not the hub's
-  }
   e.receipt = link;
   e.seq = frame.seq;
   e.bytes = bytes;
@@ -841,19 +839,7 @@ void Mesh::on_read_batch_end(const std::shared_ptr<Link>& link) {
   if (events.empty()) {
     return;
   }
-  const bool finished = std::exchange(link->finish_in_batch, false);
   hand_over(std::move(events));
-  if (finished) {  // only now: everything it sent before its finish is with the task
-    {
-      std::lock_guard lock(mutex_);
-      if (auto j = joined_.find(link->hello->node_id); j != joined_.end() && j->second.link == link) {
-        j->second.finished = true;
-      }
-      if (all_finished_locked()) {
-        finish_changed_.notify_all();
-      }
-    }
-  }
 }
 
 void Mesh::hand_over(std::vector<RemoteEvent>&& events) {
@@ -931,9 +917,6 @@ void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reaso
     }
     if (refused_locked()) {
       ready_changed_.notify_all();
-    }
-    if (all_finished_locked()) {
-      finish_changed_.notify_all();
     }
     if (links_.empty()) {
       links_changed_.notify_all();
@@ -1156,15 +1139,6 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
     }
     hand_over({std::move(e)});
   }
-}
-
-bool Mesh::wait_peers_finished(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mutex_);
-  return finish_changed_.wait_for(lock, timeout, [&] { return all_finished_locked(); });
-}
-
-bool Mesh::all_finished_locked() const {
-  return std::all_of(joined_.begin(), joined_.end(), [](const auto& j) { return j.second.finished; });
 }
 
 bool Mesh::refused_locked() const {

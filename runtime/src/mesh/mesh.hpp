@@ -62,10 +62,6 @@ class Mesh final : public Transport, public Link::Owner {
   void send(const SendTarget& target, std::string_view event, const EventArgs& args) override;
   /// send() for arguments already encoded as an event payload (detail::pack_event).
   void send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) override;
-  /// After this node's `finish`: waits until every connected peer has sent its own `finish` or
-  /// left, so whatever they emitted before stopping reaches this node's handlers. Returns false
-  /// when `timeout` passed first.
-  bool wait_peers_finished(std::chrono::milliseconds timeout) override;
   /// Connected peers, by node id.
   std::vector<PeerInfo> peers() const override;
   /// Counters.
@@ -104,7 +100,6 @@ class Mesh final : public Transport, public Link::Owner {
   struct Joined {
     std::shared_ptr<Link> link;
     Hello hello;
-    bool finished = false;  ///< its `finish` event arrived
   };
 
   void open_listener();
@@ -151,7 +146,6 @@ class Mesh final : public Transport, public Link::Owner {
   static std::string name_of(const Dest& d);
   bool ready_locked() const;
   bool refused_locked() const;       // an expected peer can never join
-  bool all_finished_locked() const;  // every joined peer sent its own finish
   bool is_hub() const noexcept;
   /// True the first time `what` is asked about (keeps repeated refusals out of the log).
   bool first_time(const std::string& what);
@@ -173,7 +167,6 @@ class Mesh final : public Transport, public Link::Owner {
   // back to sleep costs two context switches, times every peer joining or leaving.
   std::condition_variable ready_changed_;   // ready, or a peer can never join (wait_ready)
   std::condition_variable room_changed_;    // an early queue emptied (send)
-  std::condition_variable finish_changed_;  // every joined peer finished (wait_peers_finished)
   std::condition_variable links_changed_;   // no link left (shutdown)
   std::deque<Dest> dests_;              // a deque: Dest pointers survive push_back
   std::map<std::int64_t, Joined> joined_;

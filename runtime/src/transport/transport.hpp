@@ -53,9 +53,6 @@ class Transport {
   /// send() for arguments already encoded as an event payload (detail::pack_event).
   virtual void send_packed(const SendTarget& target, std::string_view event,
                            std::span<const std::uint8_t> payload) = 0;
-  /// After this node's `finish`: waits until every connected peer has sent its own `finish` or
-  /// left. Returns false when `timeout` passed first.
-  virtual bool wait_peers_finished(std::chrono::milliseconds timeout) = 0;
   /// Connected peers, by node id.
   virtual std::vector<PeerInfo> peers() const = 0;
   /// Counters since it started.
