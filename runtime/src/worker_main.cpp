@@ -17,6 +17,7 @@
 #include "ditask/runtime/write_all.hpp"
 #include "ditask/task.hpp"
 #include "mesh/settings.hpp"
+#include "task_topic.hpp"
 #include "transport/make_transport.hpp"
 #include "signal_events.hpp"
 #include "internal_access.hpp"
@@ -103,8 +104,10 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
     }
     detail::RouterAccess::activate(
         task().router(), detail::RouterIdentity{env.node_id, env.local_id, env.parallel_workers, env.labels, env.roles, env.attempt});
-    detail::set_worker_transport_plan(detail::TransportPlan{
-        detail::mesh::mesh_settings(env, std::getenv("DITASK_TOKEN"), std::getenv("DITASK_LISTEN_FD"))});
+    detail::TransportPlan plan{
+        detail::mesh::mesh_settings(env, std::getenv("DITASK_TOKEN"), std::getenv("DITASK_LISTEN_FD"))};
+    plan.mesh.topic_prefix = detail::kTaskTopicPrefix;
+    detail::set_worker_transport_plan(std::move(plan));
     entry = resolve(env);
   } catch (const std::exception& e) {
     print_error(e);

@@ -41,7 +41,7 @@ inline constexpr std::size_t kMaxPayloadBytes = 0xFFFF'FFFF;
 
 /// What a frame carries. Values are on the wire: never renumber.
 ///  hello: first frame each way, payload = encode_hello (hello.hpp).
-///  event: topic "task.<event>", payload = the event envelope (codec/envelope.hpp); seq counts events per connection from 1.
+///  event: topic = the layer's prefix (the task layer's "task.") + the event name, payload = the event envelope (codec/envelope.hpp); seq counts events per connection from 1.
 ///  bye:   orderly leave or refusal, payload = MessagePack {"reason": text}.
 ///  ack:   seq = highest event seq the receiver has handed to its handlers; no payload.
 ///  ping:  keep-alive, no payload.

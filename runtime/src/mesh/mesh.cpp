@@ -702,7 +702,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
       return;  // forwarded (or counted as dropped): not this node's event
     }
   }
-  if (!frame.topic.starts_with("task.")) {
+  if (!frame.topic.starts_with(settings_.topic_prefix)) {
     DITASK_LOG(debug, "mesh") << "ignoring topic '" << frame.topic << "' from " << link->peer();
     link->done(frame.seq, bytes, false);
     return;
@@ -715,7 +715,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     }
   } catch (const std::exception& ex) {
     DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": event '"
-                              << frame.topic.substr(5) << "': " << ex.what();
+                              << frame.topic.substr(settings_.topic_prefix.size()) << "': " << ex.what();
     link->close_here("a malformed event");
     return;
   }
@@ -725,7 +725,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   if (e.packed) {
     e.packed->bytes = std::move(frame.payload);
   }
-  e.event = frame.topic.substr(5);
+  e.event = frame.topic.substr(settings_.topic_prefix.size());
   e.receipt = link;
   e.seq = frame.seq;
   e.bytes = bytes;
@@ -1017,11 +1017,11 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   // A spoke of a relaying star reaches another spoke through the hub, which strips the prefix.
   const std::optional<std::int64_t> hub = target.node ? relay_hub_for(*target.node) : std::nullopt;
   std::string topic;
-  topic.reserve(5 + event.size() + (hub ? 24 : 0));
+  topic.reserve(settings_.topic_prefix.size() + event.size() + (hub ? 24 : 0));
   if (hub) {
     topic.append(kRelayPrefix).append(std::to_string(*target.node)).append("/");
   }
-  topic.append("task.").append(event);
+  topic.append(settings_.topic_prefix).append(event);
   OutgoingEvent out(topic, payload);
   const std::size_t size = out.size();
   Deadline deadline(settings_.send_timeout);

@@ -34,6 +34,9 @@ struct MeshSettings {
   int listen_fd = -1;                   ///< DITASK_LISTEN_FD: the pre-bound socket, or -1 to bind `listen`
   std::vector<std::string> dial;        ///< DITASK_ATTACH_TO
   std::string topology = "mesh";
+  /// What the layer above puts before each event name on the wire (the task layer: "task.");
+  /// received frames of other topics are acknowledged and ignored.
+  std::string topic_prefix;
   std::vector<LocalNode> local_nodes;   ///< this launcher's workers (this one included)
   std::optional<std::int64_t> world_size;
   std::chrono::milliseconds startup_timeout{60'000};

@@ -68,6 +68,7 @@ inline mesh::MeshSettings settings_for(std::int64_t local_id, const std::vector<
   s.node_id = local_id;
   s.local_id = local_id;
   s.run_id = "unit";
+  s.topic_prefix = "task.";  // as worker mode sets it
   s.listen = nodes[static_cast<std::size_t>(local_id)].address;
   s.listen_fd = nodes[static_cast<std::size_t>(local_id)].fd;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
