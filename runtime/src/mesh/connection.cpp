@@ -25,10 +25,11 @@ constexpr std::size_t kFramesChunk = 256 * 1024;  // a run of copied frames grow
 constexpr std::size_t kSpareBuffers = 4;
 }  // namespace
 
-Link::Link(Socket socket, std::string peer, bool dialled, Owner& owner, std::size_t max_frame_bytes,
-           std::size_t queue_bytes, std::chrono::milliseconds hello_timeout,
+Link::Link(Socket socket, std::string peer, bool dialled, std::string own_nonce, Owner& owner,
+           std::size_t max_frame_bytes, std::size_t queue_bytes, std::chrono::milliseconds hello_timeout,
            std::shared_ptr<ReadBufferPool> read_buffers)
-    : socket_(std::move(socket)),
+    : handshake(dialled, std::move(own_nonce)),
+      socket_(std::move(socket)),
       dialled_(dialled),
       owner_(owner),
       hello_timer_(socket_.get_executor()),
@@ -70,7 +71,7 @@ void Link::set_peer_name(std::string name) {
 void Link::start() {
   auto self = shared_from_this();
   hello_timer_.async_wait([self](const boost::system::error_code& ec) {
-    if (!ec && !self->established && !self->refused) {
+    if (!ec && !self->established && !self->handshake.refused()) {
       DITASK_LOG(warn, "mesh") << "closing connection with " << self->peer()
                                << ": no hello within the hello timeout";
       self->close_now("no hello");

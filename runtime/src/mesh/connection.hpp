@@ -23,6 +23,7 @@
 
 #include "../remote_event.hpp"
 #include "frame.hpp"
+#include "handshake.hpp"
 #include "hello.hpp"
 #include "outgoing_event.hpp"
 #include "read_buffer_pool.hpp"
@@ -59,7 +60,8 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   };
 
   /// `peer` names the other side in log lines until its hello arrives.
-  Link(Socket socket, std::string peer, bool dialled, Owner& owner, std::size_t max_frame_bytes,
+  /// `own_nonce`: this link's token challenge (empty without a token).
+  Link(Socket socket, std::string peer, bool dialled, std::string own_nonce, Owner& owner, std::size_t max_frame_bytes,
        std::size_t queue_bytes, std::chrono::milliseconds hello_timeout,
        std::shared_ptr<ReadBufferPool> read_buffers = nullptr);
   ~Link() override;
@@ -111,15 +113,12 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   /// True when this side dialled.
   bool dialled() const noexcept { return dialled_; }
 
-  // Handshake state, owned by the Mesh on the io thread.
-  std::optional<Hello> hello;          ///< the peer's hello
-  bool proof_ok = false;               ///< the peer's token proof checked (or none needed)
-  bool accepted = false;               ///< we accepted the peer and sent our welcome
-  bool welcomed = false;               ///< the peer's welcome arrived
+  /// The hello / auth / welcome exchange, driven by the Mesh. Thread: io.
+  Handshake handshake;
+  /// The peer's hello once the handshake checked it. Thread: io.
+  const std::optional<Hello>& hello() const noexcept { return handshake.hello(); }
   std::atomic<bool> established{false};  ///< the peer joined through this link (read by shutdown)
-  bool refused = false;                ///< we refused the peer
-  std::string dial_address;            ///< the address dialled (dialled links)
-  std::string own_nonce;               ///< the nonce of our hello on this link
+  std::string dial_address;            ///< the address dialled (dialled links; set before start())
   std::shared_ptr<const EventMeta> sender_meta;  ///< the peer as its events' sender (set at join)
   /// Closes now, calling Owner::on_closed before returning. Thread: io.
   void close_here(const std::string& reason) { close_now(reason); }

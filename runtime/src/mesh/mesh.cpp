@@ -120,9 +120,10 @@ Mesh::Mesh(MeshSettings settings) : settings_(std::move(settings)), acceptor_(io
   own_hello_.labels.insert("node." + std::to_string(settings_.node_id));
   own_hello_.max_frame_bytes = settings_.max_frame_bytes;
   own_hello_.listen = settings_.listen;
-  own_meta_ = meta_of(own_hello_);
   own_hello_.auth = !settings_.token.empty();
   encode_hello(own_hello_);  // a label or run id the hello cannot carry is reported now, not per link
+  own_meta_ = meta_of(own_hello_);
+  identity_ = HandshakeIdentity{own_hello_, settings_.token};
 
   std::map<std::string, std::int64_t> node_at;
   for (const auto& n : settings_.local_nodes) {
@@ -357,12 +358,12 @@ void Mesh::start_link(Socket socket, std::string peer, bool dialled, std::string
   if (tcp) {
     socket.set_option(asio::ip::tcp::no_delay(true), ignored);
   }
-  auto link = std::make_shared<Link>(std::move(socket), std::move(peer), dialled, *this, settings_.max_frame_bytes,
-                                     settings_.send_queue_bytes, settings_.hello_timeout, read_buffers_);
+  // The nonce is only the token's challenge.
+  std::string nonce = settings_.token.empty() ? std::string() : make_nonce();
+  auto link = std::make_shared<Link>(std::move(socket), std::move(peer), dialled, std::move(nonce), *this,
+                                     settings_.max_frame_bytes, settings_.send_queue_bytes, settings_.hello_timeout,
+                                     read_buffers_);
   link->dial_address = std::move(dial_address);
-  if (!settings_.token.empty()) {  // the nonce is only the token's challenge
-    link->own_nonce = make_nonce();
-  }
   {
     std::lock_guard lock(mutex_);
     if (stopping_) {
@@ -371,7 +372,7 @@ void Mesh::start_link(Socket socket, std::string peer, bool dialled, std::string
     links_.push_back(link);
   }
   link->start();
-  if (link->own_nonce.empty()) {  // the same hello for every peer: encoded once
+  if (link->handshake.own_nonce().empty()) {  // the same hello for every peer: encoded once
     if (!own_hello_body_) {
       own_hello_body_ = control_body(encode_hello(own_hello_));
     }
@@ -379,7 +380,7 @@ void Mesh::start_link(Socket socket, std::string peer, bool dialled, std::string
     return;
   }
   Hello hello = own_hello_;
-  hello.nonce = link->own_nonce;
+  hello.nonce = link->handshake.own_nonce();
   link->send_control(FrameType::hello, control_body(encode_hello(hello)));
 }
 
@@ -395,8 +396,7 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
       on_event(link, std::move(frame));
       return;
     case FrameType::welcome:
-      link->welcomed = true;
-      if (link->accepted && !link->established) {
+      if (link->handshake.welcomed()) {
         establish(link);
       }
       return;
@@ -450,10 +450,10 @@ void Mesh::refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::op
   } else {
     DITASK_LOG(debug, "mesh") << "refused " << link->peer() << " again: " << why.ours;
   }
-  link->refused = true;
+  link->handshake.mark_refused();
   link->stop_hello_timer();
-  if (!node && link->hello) {
-    node = link->hello->node_id;
+  if (!node && link->hello()) {
+    node = link->hello()->node_id;
   }
   if (why.permanent && node) {
     // An expected peer that can never join: a start() waiting for it fails now, not at the timeout.
@@ -469,76 +469,38 @@ void Mesh::refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::op
 }
 
 void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {
-  if (link->hello) {
-    refuse(link, refusal::second_hello());
-    return;
-  }
-  Hello h;
-  try {
-    h = decode_hello(frame.payload);
-  } catch (const std::exception& e) {
-    DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": " << e.what();
-    link->close_here(e.what());
-    return;
-  }
-  const std::string where = h.listen.empty() ? link->peer() : h.listen;
-  link->set_peer_name("node " + std::to_string(h.node_id) + " (" + where + ")");
-  Hello mine = own_hello_;
-  mine.nonce = link->own_nonce;
-  // Of a hello of another version only "v" was decoded: its node id means nothing.
-  const auto node = h.version == kWireVersion ? std::optional(h.node_id) : std::nullopt;
-  if (auto why = hello_refusal(mine, h)) {
-    refuse(link, *why, node);
-    return;
-  }
-  if (h.node_id == settings_.node_id) {
-    refuse(link, refusal::own_node_id(h.node_id), node);
-    return;
-  }
-  if (settings_.token.empty() && h.auth) {
-    refuse(link, refusal::token_unexpected(), node);
-    return;
-  }
-  if (!settings_.token.empty() && !h.auth) {
-    refuse(link, refusal::token_missing(), node);
-    return;
-  }
-  if (!settings_.token.empty() && h.nonce == link->own_nonce) {
-    refuse(link, refusal::nonce_replayed(), node);
-    return;
-  }
-  link->hello = std::move(h);
-  if (settings_.token.empty()) {
-    link->proof_ok = true;
-    accept(link);
-    return;
-  }
-  if (link->dialled()) {  // the dialling side proves first; the accepting side after checking it
-    const auto proof = auth_proof(settings_.token, link->hello->nonce, link->own_nonce, settings_.node_id);
-    link->send_control(FrameType::auth, control_body(std::vector<std::uint8_t>(proof.begin(), proof.end())));
-  }
+  follow(link, link->handshake.on_hello(identity_, frame.payload));
 }
 
 void Mesh::on_auth(const std::shared_ptr<Link>& link, const Frame& frame) {
-  if (!link->hello || settings_.token.empty() || link->proof_ok) {
-    refuse(link, refusal::unexpected_auth());
+  follow(link, link->handshake.on_auth(identity_, frame.payload));
+}
+
+void Mesh::follow(const std::shared_ptr<Link>& link, const Handshake::Answer& answer) {
+  if (answer.close) {
+    DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": " << *answer.close;
+    link->close_here(*answer.close);
     return;
   }
-  const std::string proof(frame.payload.begin(), frame.payload.end());
-  if (!verify_proof(settings_.token, link->own_nonce, link->hello->nonce, link->hello->node_id, proof)) {
-    refuse(link, refusal::wrong_token());
+  if (answer.peer_node) {
+    const std::string where = answer.peer_listen.empty() ? link->peer() : answer.peer_listen;
+    link->set_peer_name("node " + std::to_string(*answer.peer_node) + " (" + where + ")");
+  }
+  if (answer.refuse) {
+    refuse(link, *answer.refuse, answer.refuse_node);
     return;
   }
-  link->proof_ok = true;
-  if (!link->dialled()) {
-    const auto own = auth_proof(settings_.token, link->hello->nonce, link->own_nonce, settings_.node_id);
-    link->send_control(FrameType::auth, control_body(std::vector<std::uint8_t>(own.begin(), own.end())));
+  if (!answer.send_auth.empty()) {
+    link->send_control(FrameType::auth,
+                       control_body(std::vector<std::uint8_t>(answer.send_auth.begin(), answer.send_auth.end())));
   }
-  accept(link);
+  if (answer.check_and_accept) {
+    accept(link);
+  }
 }
 
 void Mesh::accept(const std::shared_ptr<Link>& link) {
-  const Hello& h = *link->hello;
+  const Hello& h = *link->hello();
   std::optional<Refusal> refused;
   {
     std::lock_guard lock(mutex_);
@@ -548,10 +510,10 @@ void Mesh::accept(const std::shared_ptr<Link>& link) {
       refused = refusal::duplicate_node(h.node_id, it->second.hello.attempt, it->second.hello.listen);
     }
     for (const auto& other : links_) {
-      if (!refused && other != link && other->accepted && !other->established && other->hello &&
-          other->hello->node_id == h.node_id && other->hello->instance != h.instance &&
-          h.attempt <= other->hello->attempt) {
-        refused = refusal::duplicate_node(h.node_id, other->hello->attempt, other->hello->listen);
+      const auto& theirs = other->hello();
+      if (!refused && other != link && other->handshake.has_accepted() && !other->established && theirs &&
+          theirs->node_id == h.node_id && theirs->instance != h.instance && h.attempt <= theirs->attempt) {
+        refused = refusal::duplicate_node(h.node_id, theirs->attempt, theirs->listen);
       }
     }
   }
@@ -559,9 +521,9 @@ void Mesh::accept(const std::shared_ptr<Link>& link) {
     refuse(link, *refused, h.node_id);
     return;
   }
-  link->accepted = true;
+  const bool now = link->handshake.accepted();
   link->send_control(FrameType::welcome, nullptr);
-  if (link->welcomed) {
+  if (now) {
     establish(link);
   }
 }
@@ -577,7 +539,7 @@ Mesh::Dest* Mesh::find_dest_locked(const Hello& hello, const std::string& dial_a
 }
 
 void Mesh::establish(const std::shared_ptr<Link>& link) {
-  const Hello& h = *link->hello;
+  const Hello& h = *link->hello();
   std::shared_ptr<Link> old;
   std::optional<Refusal> refused;
   {
@@ -590,7 +552,7 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
         const auto dialer = [&](const Link& l) { return l.dialled() ? settings_.node_id : h.node_id; };
         if (dialer(*link) <= dialer(*old)) {
           DITASK_LOG(debug, "mesh") << "closing a second link with " << link->peer();
-          link->refused = true;
+          link->handshake.mark_refused();
           link->leave("duplicate link", "duplicate link", kRefuseLinger);
           return;
         }
@@ -608,6 +570,7 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
     old->close_here("replaced");  // its peer_left comes before the new incarnation's peer_joined
   }
   link->sender_meta = meta_of(h);
+  link->handshake.mark_established();
   link->established = true;
   link->stop_hello_timer();
   {
@@ -730,8 +693,8 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   e.seq = frame.seq;
   e.bytes = bytes;
   e.meta = link->sender_meta;
-  if ((frame.flags & kFlagRelayed) != 0 && link->hello &&
-      frame.sender != static_cast<std::uint64_t>(link->hello->node_id)) {
+  if ((frame.flags & kFlagRelayed) != 0 && link->hello() &&
+      frame.sender != static_cast<std::uint64_t>(link->hello()->node_id)) {
     e.meta = relayed_sender(frame.sender);
   }
   batches_[link.get()].push_back(std::move(e));
@@ -797,7 +760,7 @@ void Mesh::relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::ui
 void Mesh::forward_relayed(const std::shared_ptr<Link>& to, const BodyPtr& body, std::uint64_t sender) {
   OutgoingEvent out(body);
   Deadline now(std::chrono::milliseconds(0));
-  const SendResult result = body->size() > to->hello->max_frame_bytes
+  const SendResult result = body->size() > to->hello()->max_frame_bytes
                                 ? SendResult::dropped
                                 : to->send_event(out, sender, kFlagRelayed, true, now);
   switch (result) {
@@ -886,11 +849,11 @@ void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reaso
     std::lock_guard lock(mutex_);
     std::erase(links_, link);
     if (link->established) {
-      const std::int64_t node = link->hello->node_id;
+      const std::int64_t node = link->hello()->node_id;
       if (auto it = joined_.find(node); it != joined_.end() && it->second.link == link) {
         joined_.erase(it);
         const std::string why = leave_reason(reason);
-        left = notice(events::peer_left, *link->hello, why, lost);
+        left = notice(events::peer_left, *link->hello(), why, lost);
         if (lost > 0 || why != "bye") {
           DITASK_LOG(warn, "mesh") << link->peer() << " left (" << reason << "); " << lost
                                    << " events sent to it were not acknowledged";
@@ -1065,7 +1028,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
                   hint);
     }
     for (const auto& link : links) {
-      const auto limit = link->hello->max_frame_bytes;
+      const auto limit = link->hello()->max_frame_bytes;
       if (size > limit) {
         throw Error("event '" + std::string(event) + "' is " + std::to_string(size) + " bytes, more than " +
                         link->peer() + " accepts (" + std::to_string(limit) + " bytes, its --max-frame-bytes)",

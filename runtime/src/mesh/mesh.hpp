@@ -111,6 +111,8 @@ class Mesh final : public Transport, public Link::Owner {
   void start_link(Socket socket, std::string peer, bool dialled, std::string dial_address, bool tcp);
   void on_hello(const std::shared_ptr<Link>& link, const Frame& frame);
   void on_auth(const std::shared_ptr<Link>& link, const Frame& frame);
+  // Does what the link's handshake answered.
+  void follow(const std::shared_ptr<Link>& link, const Handshake::Answer& answer);
   // Refuses `link`'s peer (node id `node` when its hello named one) and closes it after a bye.
   void refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::optional<std::int64_t> node = std::nullopt);
   // Our checks passed: says welcome (or refuses a second process with the same node id); the link
@@ -152,6 +154,7 @@ class Mesh final : public Transport, public Link::Owner {
 
   const MeshSettings settings_;
   Hello own_hello_;
+  HandshakeIdentity identity_;  // own_hello_ and the token, for every link's handshake
   std::shared_ptr<const EventMeta> own_meta_;  // this node as the sender of its events to itself
   std::shared_ptr<ReadBufferPool> read_buffers_;  // set by the constructor
   BodyPtr own_hello_body_;  // io thread: own_hello_ encoded, for links without a nonce
