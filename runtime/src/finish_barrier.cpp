@@ -8,23 +8,33 @@ namespace ditask::detail {
 FinishBarrier::Seen FinishBarrier::scan(const std::vector<RemoteEvent>& events) {
   Seen seen;
   for (const auto& e : events) {
-    if (e.notice) {
+    if (e.notice && e.event == events::peer_joined && e.args) {
+      const auto node = e.args->kwargs.find("node_id");
+      if (node != e.args->kwargs.end() && node->is_number_integer()) {
+        seen.changes.push_back({node->get<std::int64_t>(), 0, false});
+      }
+    } else if (e.notice) {
       seen.membership_changed = seen.membership_changed || e.event == events::peer_left;
-    } else if (e.event == events::finish && e.meta && e.meta->remote && e.meta->attempt >= 0) {
-      // attempt -1: relayed from a node this one has no link to (not a peer it waits for).
-      seen.finished.emplace_back(e.meta->sender, e.meta->attempt);
+    } else if (e.event == events::finish && !e.relayed && e.meta && e.meta->remote) {
+      seen.changes.push_back({e.meta->sender, e.meta->attempt, true});
     }
   }
   return seen;
 }
 
 void FinishBarrier::note(const Seen& seen) {
-  if (seen.finished.empty() && !seen.membership_changed) {
+  if (seen.changes.empty() && !seen.membership_changed) {
     return;
   }
   {
     std::lock_guard lock(mutex_);
-    finished_.insert(seen.finished.begin(), seen.finished.end());
+    for (const auto& change : seen.changes) {
+      if (change.finished) {
+        finished_.insert({change.node, change.attempt});
+      } else {
+        std::erase_if(finished_, [&](const auto& f) { return f.first == change.node; });
+      }
+    }
   }
   changed_.notify_all();
 }

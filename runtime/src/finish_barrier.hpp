@@ -26,10 +26,19 @@ class FinishBarrier {
  public:
   /// What one batch of received events says (read before the batch goes to the bus).
   struct Seen {
-    std::vector<std::pair<std::int64_t, std::int64_t>> finished;  ///< (node id, attempt)
-    bool membership_changed = false;                              ///< a peer_left notice
+    /// In arrival order: (node id, attempt, true) for its finish, (node id, 0, false) for its
+    /// peer_joined (a new incarnation: its earlier finishes no longer count).
+    struct Change {
+      std::int64_t node = 0;
+      std::int64_t attempt = 0;
+      bool finished = false;
+      bool operator==(const Change&) const = default;
+    };
+    std::vector<Change> changes;
+    bool membership_changed = false;  ///< a peer_left notice
   };
-  /// Scans a batch: finish events sent by a peer itself, and peer_left notices.
+  /// Scans a batch: finish events sent by a peer itself (not relayed), peer_joined and
+  /// peer_left notices.
   static Seen scan(const std::vector<RemoteEvent>& events);
   /// Records a scanned batch once the bus holds its events; wakes wait().
   void note(const Seen& seen);

@@ -51,6 +51,7 @@ struct RemoteEvent {
   std::optional<PackedPayload> packed;
   std::shared_ptr<Receipt> receipt;
   std::shared_ptr<const EventMeta> meta;  ///< its sender; null for a runtime notice (then local)
+  bool relayed = false;  ///< a star hub relayed it for its sender (who is not the hub)
   bool notice = false;  ///< a runtime notice about membership (peer_joined, peer_left), not an event a peer sent
   std::uint64_t seq = 0;
   std::size_t bytes = 0;

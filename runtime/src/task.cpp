@@ -94,8 +94,12 @@ void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
   transport->attach([bus, impl](std::vector<detail::RemoteEvent>&& events) {
     for (const auto& e : events) {
       // A peer's orderly stop ends this node's run() loop too (DI-engine's finish broadcast).
-      if (!e.notice && e.event == events::finish && e.unpacked().kwargs.value("reason", std::string()) == "ok") {
-        impl->finish = true;
+      if (!e.notice && e.event == events::finish) {
+        const auto kwargs = e.unpacked().kwargs;
+        const auto reason = kwargs.find("reason");
+        if (reason != kwargs.end() && reason->is_string() && *reason == "ok") {
+          impl->finish = true;
+        }
       }
     }
     const auto seen = detail::FinishBarrier::scan(events);

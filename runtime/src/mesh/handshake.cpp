@@ -9,6 +9,9 @@ namespace ditask::detail::mesh {
 
 Handshake::Answer Handshake::on_hello(const HandshakeIdentity& me, std::span<const std::uint8_t> payload) {
   Answer answer;
+  if (refused_) {
+    return answer;  // refused: the link is leaving, nothing it sends counts any more
+  }
   if (hello_) {
     answer.refuse = refusal::second_hello();
     answer.refuse_node = hello_->node_id;
@@ -55,6 +58,9 @@ Handshake::Answer Handshake::on_hello(const HandshakeIdentity& me, std::span<con
 
 Handshake::Answer Handshake::on_auth(const HandshakeIdentity& me, std::span<const std::uint8_t> proof) {
   Answer answer;
+  if (refused_) {
+    return answer;
+  }
   if (!hello_ || me.token.empty() || proof_ok_) {
     answer.refuse = refusal::unexpected_auth();
   } else if (!verify_proof(me.token, own_nonce_, hello_->nonce, hello_->node_id,
@@ -75,12 +81,12 @@ Handshake::Answer Handshake::on_auth(const HandshakeIdentity& me, std::span<cons
 
 bool Handshake::accepted() {
   accepted_ = true;
-  return welcomed_ && !established_;
+  return welcomed_ && !established_ && !refused_;
 }
 
 bool Handshake::welcomed() {
   welcomed_ = true;
-  return accepted_ && !established_;
+  return accepted_ && !established_ && !refused_;
 }
 
 }  // namespace ditask::detail::mesh

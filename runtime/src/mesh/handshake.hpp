@@ -41,7 +41,7 @@ class Handshake {
   /// `dialled`: this side connected. `own_nonce`: this link's challenge (empty without a token).
   Handshake(bool dialled, std::string own_nonce) : dialled_(dialled), own_nonce_(std::move(own_nonce)) {}
 
-  /// The peer's hello frame arrived.
+  /// The peer's hello frame arrived. Once refused, frames change nothing (empty answers).
   Answer on_hello(const HandshakeIdentity& me, std::span<const std::uint8_t> payload);
   /// The peer's auth frame arrived.
   Answer on_auth(const HandshakeIdentity& me, std::span<const std::uint8_t> proof);
@@ -66,8 +66,6 @@ class Handshake {
   bool established() const noexcept { return established_; }
 
  private:
-  Answer accept_when_proven();
-
   const bool dialled_;
   const std::string own_nonce_;
   std::optional<Hello> hello_;

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <optional>
 
-#include "../mesh/mesh.hpp"
+#include "../mesh/make_mesh.hpp"
 
 namespace ditask::detail {
 
@@ -15,9 +15,7 @@ std::shared_ptr<Transport> g_worker_transport;  // guarded by g_worker_mutex
 }  // namespace
 
 std::shared_ptr<Transport> make_transport(const TransportPlan& plan) {
-  auto mesh = std::make_shared<mesh::Mesh>(plan.mesh);
-  mesh->start();
-  return mesh;
+  return mesh::make_mesh(plan.mesh);
 }
 
 void set_worker_transport_plan(TransportPlan plan) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Events know their sender: the optional trailing `const ditask::EventMeta&` of a handler, in
-// every handler form, for local emits, for a node's own identity, and for events off the mesh.
+// every handler form, for local emits and for a node's own identity (events off the mesh:
+// mesh_test.cpp).
 #include <memory>
 #include <mutex>
 #include <string>
@@ -10,10 +11,7 @@
 
 #include "event_bus.hpp"
 #include "internal_access.hpp"
-#include "mesh_fixture.hpp"
 #include <ditask/ditask.hpp>
-
-using namespace ditask::test::mesh_fixture;
 
 namespace {
 
@@ -113,27 +111,4 @@ TEST_CASE("event meta: the bus hands each handler its event's sender, kept event
   bus->drain();
   bus->stop();
   CHECK(seen == std::vector<std::pair<int, int>>{{1, 7}, {2, 5}, {3, 5}});
-}
-
-TEST_CASE("event meta: an event off the mesh names the peer that sent it, and a reply reaches it", "[meta]") {
-  Pair p({tcp_listener(), tcp_listener()}, true, [](mesh::MeshSettings&, mesh::MeshSettings& b) {
-    b.attempt = 4;
-    b.labels = {"role.collector"};
-  });
-  p.a->wait_ready();
-  p.b->wait_ready();
-  p.b->send(mesh::SendTarget::all(), "ask", ditask::EventArgs::from(1));
-  auto asked = p.in_a.wait_for("ask", 1);
-  REQUIRE(asked.size() == 1);
-  REQUIRE(asked[0].meta);
-  const ditask::EventMeta& meta = *asked[0].meta;
-  CHECK(meta.sender == 1);
-  CHECK(meta.attempt == 4);
-  CHECK(meta.labels == std::vector<std::string>{"node.1", "role.collector"});
-  CHECK(meta.transport == "mesh");
-  CHECK(meta.remote);
-  p.a->send(mesh::SendTarget{meta.sender, {}}, "answer", ditask::EventArgs::from(2));
-  auto answered = p.in_b.wait_for("answer", 1);
-  REQUIRE(answered.size() == 1);
-  CHECK(answered[0].meta->sender == 0);
 }

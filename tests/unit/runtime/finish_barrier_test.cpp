@@ -17,7 +17,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-RemoteEvent event_from(const char* name, int sender, int attempt, bool remote = true) {
+RemoteEvent event_from(const char* name, int sender, int attempt, bool remote = true, bool relayed = false) {
   auto meta = std::make_shared<ditask::EventMeta>();
   meta->sender = sender;
   meta->attempt = attempt;
@@ -26,13 +26,15 @@ RemoteEvent event_from(const char* name, int sender, int attempt, bool remote = 
   e.event = name;
   e.args = ditask::EventArgs::from(true);
   e.meta = meta;
+  e.relayed = relayed;
   return e;
 }
 
-RemoteEvent notice(const char* name) {
+RemoteEvent notice(const char* name, std::int64_t node = 1) {
   RemoteEvent e;
   e.event = name;
   e.notice = true;
+  e.args.emplace().kwargs["node_id"] = node;
   return e;
 }
 
@@ -48,17 +50,18 @@ ditask::PeerInfo peer(std::int64_t node, std::int64_t attempt) {
 TEST_CASE("finish barrier: a peer's own finish counts; relayed, local and other events do not", "[finish]") {
   std::vector<RemoteEvent> batch;
   batch.push_back(event_from("finish", 1, 0));
-  batch.push_back(event_from("finish", 2, -1));        // relayed from a node with no link here
+  batch.push_back(event_from("finish", 2, 0, true, true));  // relayed by a hub for node 2
   batch.push_back(event_from("finish", 0, 0, false));  // this node's own, local
   batch.push_back(event_from("step", 3, 0));
-  batch.push_back(notice(ditask::events::peer_joined));
+  batch.push_back(notice(ditask::events::peer_joined, 4));
   auto seen = FinishBarrier::scan(batch);
-  CHECK(seen.finished == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 0}});
+  using Change = FinishBarrier::Seen::Change;
+  CHECK(seen.changes == std::vector<Change>{{1, 0, true}, {4, 0, false}});
   CHECK_FALSE(seen.membership_changed);
   batch.push_back(notice(ditask::events::peer_left));
   CHECK(FinishBarrier::scan(batch).membership_changed);
   // A notice named like a task event is still a notice.
-  CHECK(FinishBarrier::scan({notice("finish")}).finished.empty());
+  CHECK(FinishBarrier::scan({notice("finish")}).changes.empty());
 }
 
 TEST_CASE("finish barrier: the wait ends once every connected incarnation finished", "[finish]") {
@@ -92,4 +95,18 @@ TEST_CASE("finish barrier: a waiter wakes for a finish or a leave noted while it
   }
   barrier.note(FinishBarrier::scan({notice(ditask::events::peer_left)}));
   CHECK(done.get());
+}
+
+TEST_CASE("finish barrier: a peer that rejoins with the same attempt must finish again", "[finish]") {
+  // Restarted by something other than --auto-recover (a pod restart, a relaunched host): its
+  // attempt did not change, but its finish before the restart says nothing of the new one.
+  FinishBarrier barrier;
+  const std::vector<ditask::PeerInfo> connected{peer(1, 0)};
+  const auto now = [&] { return connected; };
+  barrier.note(FinishBarrier::scan({event_from("finish", 1, 0)}));
+  CHECK(barrier.wait(now, 0ms));
+  barrier.note(FinishBarrier::scan({notice(ditask::events::peer_left, 1), notice(ditask::events::peer_joined, 1)}));
+  CHECK_FALSE(barrier.wait(now, 0ms));
+  barrier.note(FinishBarrier::scan({event_from("finish", 1, 0)}));
+  CHECK(barrier.wait(now, 0ms));
 }

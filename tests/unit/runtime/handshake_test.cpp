@@ -144,3 +144,19 @@ TEST_CASE("handshake: every reason to refuse is answered with the refusal and th
   CHECK_THAT(*answer.close, Catch::StartsWith("malformed hello"));
   CHECK_FALSE(answer.refuse);
 }
+
+TEST_CASE("handshake: once refused, later frames change nothing", "[handshake]") {
+  const auto a = identity(0);
+  Handshake refused_early(false, "");
+  REQUIRE(refused_early.on_auth(a, bytes("proof")).refuse);  // an auth before any hello
+  refused_early.mark_refused();
+  const auto answer = refused_early.on_hello(a, hello_of(identity(1), ""));
+  CHECK_FALSE(answer.check_and_accept);
+  CHECK_FALSE(answer.refuse);
+  CHECK_FALSE(refused_early.hello());
+  Handshake refused_late(true, "");
+  REQUIRE(refused_late.on_hello(a, hello_of(identity(2), "")).check_and_accept);
+  refused_late.mark_refused();  // e.g. a duplicate node id found by the peer table
+  CHECK_FALSE(refused_late.accepted());
+  CHECK_FALSE(refused_late.welcomed());
+}

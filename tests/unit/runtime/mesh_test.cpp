@@ -26,6 +26,10 @@
 #include "mesh/address.hpp"
 #include "mesh/mesh.hpp"
 #include "mesh/settings.hpp"
+#include "codec/envelope.hpp"
+#include "internal_access.hpp"
+#include "transport/make_transport.hpp"
+#include <ditask/ditask.hpp>
 
 namespace mesh = ditask::detail::mesh;
 using namespace std::chrono_literals;
@@ -313,6 +317,94 @@ TEST_CASE("mesh: a joined peer that breaks the protocol leaves with reason 'refu
   CHECK(kwargs.get<std::int64_t>("node_id") == 7);
   CHECK(kwargs.get<std::int64_t>("attempt") == 2);
   CHECK(kwargs.get<std::string>("reason") == "refused");
+  ::close(fd);
+  m.shutdown();
+  inbox.clear();
+}
+
+TEST_CASE("event meta: an event off the mesh names the peer that sent it, and a reply reaches it", "[mesh][meta]") {
+  Pair p({tcp_listener(), tcp_listener()}, true, [](mesh::MeshSettings&, mesh::MeshSettings& b) {
+    b.attempt = 4;
+    b.labels = {"role.collector"};
+  });
+  p.a->wait_ready();
+  p.b->wait_ready();
+  p.b->send(mesh::SendTarget::all(), "ask", ditask::EventArgs::from(1));
+  auto asked = p.in_a.wait_for("ask", 1);
+  REQUIRE(asked.size() == 1);
+  REQUIRE(asked[0].meta);
+  const ditask::EventMeta& meta = *asked[0].meta;
+  CHECK(meta.sender == 1);
+  CHECK(meta.attempt == 4);
+  CHECK(meta.labels == std::vector<std::string>{"node.1", "role.collector"});
+  CHECK(meta.transport == "mesh");
+  CHECK(meta.remote);
+  p.a->send(mesh::SendTarget{meta.sender, {}}, "answer", ditask::EventArgs::from(2));
+  auto answered = p.in_b.wait_for("answer", 1);
+  REQUIRE(answered.size() == 1);
+  CHECK(answered[0].meta->sender == 0);
+}
+
+TEST_CASE("task over the mesh: a peer's finish with a reason that is not a string stalls nothing", "[mesh][finish]") {
+  // The task layer reads a finish's reason on the io thread; a malformed one must not throw there
+  // (the batch would be lost and the link would stop reading).
+  const std::vector<Listener> nodes{tcp_listener()};
+  auto& task = ditask::task();
+  ditask::detail::RouterIdentity identity;
+  identity.node_id = 0;
+  ditask::detail::RouterAccess::activate(task.router(), identity);
+  ditask::detail::TransportPlan plan{settings_for(0, nodes)};
+  ditask::detail::set_worker_transport_plan(plan);
+  {
+    auto running = task.start();
+    auto pinged = task.waiter("ping");
+    const int fd = join_raw(nodes[0].address, 7);
+    std::vector<std::uint8_t> bytes;
+    std::uint64_t seq = 0;
+    for (const auto& [topic, args] :
+         {std::pair{"task.finish", ditask::EventArgs::from(true, ditask::kw("reason", 5))},
+          std::pair{"task.ping", ditask::EventArgs::from(1)}}) {
+      const auto frame = mesh::encode(
+          mesh::Frame{mesh::FrameType::event, 7, ++seq, 0, topic, ditask::detail::codec::encode_event_args(args)});
+      bytes.insert(bytes.end(), frame.begin(), frame.end());
+    }
+    REQUIRE(::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+    const auto got = pinged.wait(20s);
+    REQUIRE(got);
+    CHECK(got->get<int>(0) == 1);
+    CHECK_FALSE(task.finish());  // not an "ok" finish
+    ::close(fd);
+  }
+  ditask::detail::shutdown_worker_transport(false);
+  ditask::detail::RouterAccess::deactivate(task.router());
+}
+
+TEST_CASE("mesh: only a relaying hub's relayed flag counts; from another peer the sender is that peer", "[mesh][meta]") {
+  const std::vector<Listener> nodes{tcp_listener()};
+  Inbox inbox(true);
+  mesh::Mesh m(settings_for(0, nodes));
+  m.attach(inbox.sink());
+  m.start();
+  const int fd = join_raw(nodes[0].address, 7);
+  REQUIRE(inbox.wait_for("ditask.peer_joined", 1).size() == 1);
+  // Node 7 claims to relay an event (and a finish) of node 99.
+  std::vector<std::uint8_t> bytes;
+  std::uint64_t seq = 0;
+  for (const char* topic : {"task.x", "task.finish"}) {
+    const auto frame = mesh::encode(mesh::Frame{mesh::FrameType::event, 99, ++seq, mesh::kFlagRelayed, topic,
+                                                ditask::detail::codec::encode_event_args(ditask::EventArgs::from(true))});
+    bytes.insert(bytes.end(), frame.begin(), frame.end());
+  }
+  REQUIRE(::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  const auto got = inbox.wait_for("finish", 1);
+  REQUIRE(got.size() == 1);
+  for (const auto& e : inbox.wait_for("x", 1)) {
+    REQUIRE(e.meta);
+    CHECK(e.meta->sender == 7);
+    CHECK_FALSE(e.relayed);
+  }
+  CHECK(got[0].meta->sender == 7);
+  CHECK_FALSE(got[0].relayed);
   ::close(fd);
   m.shutdown();
   inbox.clear();

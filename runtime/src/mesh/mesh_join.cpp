@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: MIT
+// The mesh, part 3: the handshake's answers, refusals, accepting and joining a peer,
+// membership notices and senders, a link's close.
+#include "mesh.hpp"
+
+#include "make_mesh.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <cstdio>
+#include <random>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/container/small_vector.hpp>
+
+#include "../codec/envelope.hpp"
+#include "auth.hpp"
+#include "refusal.hpp"
+#include "ditask/error.hpp"
+#include "ditask/runtime/log.hpp"
+#include "ditask/runtime/suggest.hpp"
+
+namespace ditask::detail::mesh {
+
+namespace asio = boost::asio;
+using generic = asio::generic::stream_protocol;
+
+namespace {
+
+constexpr std::chrono::milliseconds kRefuseLinger{1000};
+
+// What peer_left says of a joined peer whose link closed for `reason` (which is for people).
+std::string leave_reason(const std::string& reason) {
+  if (reason == "bye" || reason == "replaced" || reason == "failed") {
+    return reason;
+  }
+  // This node closed it for breaking the protocol (Link: bad frame; Mesh: malformed event,
+  // second hello, ...).
+  if (reason == "refused" || reason.starts_with("bad frame") || reason == "a malformed event") {
+    return "refused";
+  }
+  return "connection lost";
+}
+
+// Both sides of a pair may refuse each other at once (a token on one side only): keep both reasons.
+void add_reason(std::string& reasons, const std::string& reason) {
+  if (reasons.find(reason) == std::string::npos) {
+    reasons += (reasons.empty() ? "" : "; ") + reason;
+  }
+}
+
+}  // namespace
+
+void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
+  switch (frame.type) {
+    case FrameType::hello:
+      on_hello(link, frame);
+      return;
+    case FrameType::auth:
+      on_auth(link, frame);
+      return;
+    case FrameType::event:
+      on_event(link, std::move(frame));
+      return;
+    case FrameType::welcome:
+      if (link->handshake.welcomed()) {
+        establish(link);
+      }
+      return;
+    case FrameType::bye: {
+      const Bye bye = decode_bye(frame.payload);
+      const std::string& reason = bye.reason;
+      if (!link->established) {
+        // The refusal in our own words, as the refusing peer worded it for us.
+        const std::string why = printable(bye.you.empty() ? reason : bye.you, 1024);
+        if (first_time("refused by " + link->peer() + why)) {
+          DITASK_LOG(error, "mesh") << link->peer() << " refused us: " << why;
+        }
+        if (link->dialled()) {
+          std::lock_guard lock(mutex_);
+          for (auto& d : dests_) {
+            if (d.dial && d.address == link->dial_address) {
+              d.last_error = "it refused us: " + why;
+              if (bye.permanent) {
+                add_reason(d.permanent_error, d.last_error);
+              }
+            }
+          }
+        }
+        if (!link->handshake.refused()) {
+          link->close_here("refused by the peer: " + why);
+        }  // else we refused it too: our bye is queued, and the leave closes the link once it is out
+      } else {
+        DITASK_LOG(debug, "mesh") << link->peer() << " said bye: " << reason;
+        link->close_here(reason == "failed" ? "failed" : "bye");
+      }
+      return;
+    }
+    default:
+      return;  // acks and pings are the link's business
+  }
+}
+
+bool Mesh::first_time(const std::string& what) {
+  std::lock_guard lock(mutex_);
+  if (logged_.count(what) != 0) {
+    return false;
+  }
+  if (logged_.size() < 1024) {
+    logged_.insert(what);
+  }
+  return true;
+}
+
+void Mesh::refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::optional<std::int64_t> node) {
+  // A dialler retries: say it once at error level, the repeats at debug level.
+  if (first_time("refused " + link->peer() + why.ours)) {
+    DITASK_LOG(error, "mesh") << "refused " << link->peer() << ": " << why.ours;
+  } else {
+    DITASK_LOG(debug, "mesh") << "refused " << link->peer() << " again: " << why.ours;
+  }
+  link->handshake.mark_refused();
+  link->stop_hello_timer();
+  if (!node && link->hello()) {
+    node = link->hello()->node_id;
+  }
+  if (why.permanent && node) {
+    // An expected peer that can never join: a start() waiting for it fails now, not at the timeout.
+    std::lock_guard lock(mutex_);
+    for (auto& d : dests_) {
+      if (d.required && !d.joined_ever && d.node == node) {
+        add_reason(d.permanent_error, "we refused it: " + why.ours);
+      }
+    }
+  }
+  ready_changed_.notify_all();
+  link->leave(why.ours, "refused", kRefuseLinger, why.permanent, why.theirs);
+}
+
+void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {
+  follow(link, link->handshake.on_hello(identity_, frame.payload));
+}
+
+void Mesh::on_auth(const std::shared_ptr<Link>& link, const Frame& frame) {
+  follow(link, link->handshake.on_auth(identity_, frame.payload));
+}
+
+void Mesh::follow(const std::shared_ptr<Link>& link, const Handshake::Answer& answer) {
+  if (answer.close) {
+    DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": " << *answer.close;
+    link->close_here(*answer.close);
+    return;
+  }
+  if (answer.peer_node) {
+    const std::string where = answer.peer_listen.empty() ? link->peer() : answer.peer_listen;
+    link->set_peer_name("node " + std::to_string(*answer.peer_node) + " (" + where + ")");
+  }
+  if (answer.refuse) {
+    refuse(link, *answer.refuse, answer.refuse_node);
+    return;
+  }
+  if (!answer.send_auth.empty()) {
+    link->send_control(FrameType::auth,
+                       control_body(std::vector<std::uint8_t>(answer.send_auth.begin(), answer.send_auth.end())));
+  }
+  if (answer.check_and_accept) {
+    accept(link);
+  }
+}
+
+void Mesh::accept(const std::shared_ptr<Link>& link) {
+  const Hello& h = *link->hello();
+  std::optional<Refusal> refused;
+  {
+    std::lock_guard lock(mutex_);
+    // Another process that holds this node id (joined, or accepted and waiting for its welcome).
+    if (auto it = joined_.find(h.node_id); it != joined_.end() && it->second.hello.instance != h.instance &&
+                                           h.attempt <= it->second.hello.attempt) {
+      refused = refusal::duplicate_node(h.node_id, it->second.hello.attempt, it->second.hello.listen);
+    }
+    for (const auto& other : links_) {
+      const auto& theirs = other->hello();
+      if (!refused && other != link && other->handshake.has_accepted() && !other->established && theirs &&
+          theirs->node_id == h.node_id && theirs->instance != h.instance && h.attempt <= theirs->attempt) {
+        refused = refusal::duplicate_node(h.node_id, theirs->attempt, theirs->listen);
+      }
+    }
+  }
+  if (refused) {
+    refuse(link, *refused, h.node_id);
+    return;
+  }
+  const bool now = link->handshake.accepted();
+  link->send_control(FrameType::welcome, nullptr);
+  if (now) {
+    establish(link);
+  }
+}
+
+Mesh::Dest* Mesh::find_dest_locked(const Hello& hello, const std::string& dial_address) {
+  for (auto& d : dests_) {
+    if (d.node == hello.node_id || (!dial_address.empty() && d.address == dial_address) ||
+        (!d.node && !hello.listen.empty() && d.address == hello.listen)) {
+      return &d;
+    }
+  }
+  return nullptr;
+}
+
+void Mesh::establish(const std::shared_ptr<Link>& link) {
+  const Hello& h = *link->hello();
+  std::shared_ptr<Link> old;
+  std::optional<Refusal> refused;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = joined_.find(h.node_id); it != joined_.end()) {
+      old = it->second.link;
+      const Hello& was = it->second.hello;
+      if (was.instance == h.instance) {
+        // Both sides dialled: keep the link dialled by the higher node id, on both sides alike.
+        const auto dialer = [&](const Link& l) { return l.dialled() ? settings_.node_id : h.node_id; };
+        if (dialer(*link) <= dialer(*old)) {
+          DITASK_LOG(debug, "mesh") << "closing a second link with " << link->peer();
+          link->handshake.mark_refused();
+          link->leave("duplicate link", "duplicate link", kRefuseLinger);
+          return;
+        }
+      } else if (h.attempt <= was.attempt) {
+        old = nullptr;
+        refused = refusal::duplicate_node(h.node_id, was.attempt, was.listen);
+      }
+    }
+  }
+  if (refused) {
+    refuse(link, *refused);
+    return;
+  }
+  if (old) {
+    old->close_here("replaced");  // its peer_left comes before the new incarnation's peer_joined
+  }
+  link->sender_meta = meta_of(h);
+  link->handshake.mark_established();
+  link->established = true;
+  link->stop_hello_timer();
+  {
+    std::lock_guard lock(mutex_);
+    joined_[h.node_id] = Joined{link, h};
+    Dest* d = find_dest_locked(h, link->dial_address);
+    if (d == nullptr) {
+      dests_.push_back(Dest{});
+      d = &dests_.back();
+      d->address = h.listen;
+    }
+    d->node = h.node_id;
+    d->link = link;
+    d->backoff = std::chrono::milliseconds(0);
+    d->last_error.clear();
+    if (!d->joined_ever) {
+      d->joined_ever = true;
+      link->send_events_unbounded(d->early);
+      d->early.clear();
+      d->early_bytes = 0;
+    }
+    // A dest found by address may have a twin found by node id (both sides dialled): join both.
+    for (auto& other : dests_) {
+      if (&other != d && (other.node == h.node_id || (!other.node && other.address == h.listen))) {
+        other.node = h.node_id;
+        other.joined_ever = true;
+      }
+    }
+    if (ready_locked()) {
+      ready_changed_.notify_all();
+    }
+  }
+  room_changed_.notify_all();
+  DITASK_LOG(info, "mesh") << link->peer() << " joined (attempt " << h.attempt << ")";
+  hand_over({notice(events::peer_joined, h, "", 0)});
+}
+
+std::shared_ptr<const EventMeta> Mesh::meta_of(const Hello& hello) {
+  auto meta = std::make_shared<EventMeta>();
+  meta->sender = static_cast<int>(hello.node_id);
+  meta->attempt = static_cast<int>(hello.attempt);
+  meta->labels.assign(hello.labels.begin(), hello.labels.end());
+  meta->transport = "mesh";
+  meta->remote = true;
+  return meta;
+}
+
+std::shared_ptr<const EventMeta> Mesh::relayed_sender(std::uint64_t node) const {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = joined_.find(static_cast<std::int64_t>(node)); it != joined_.end() && it->second.link->sender_meta) {
+      return it->second.link->sender_meta;
+    }
+  }
+  // A spoke of a relaying star knows the other spokes only by the node id in the frame.
+  auto meta = std::make_shared<EventMeta>();
+  meta->sender = static_cast<int>(node);
+  meta->attempt = -1;
+  meta->transport = "mesh";
+  meta->remote = true;
+  return meta;
+}
+
+RemoteEvent Mesh::notice(const char* event, const Hello& hello, const std::string& reason,
+                         std::uint64_t lost) const {
+  RemoteEvent e;
+  e.event = event;
+  e.notice = true;
+  auto& kwargs = e.args.emplace().kwargs;
+  kwargs["node_id"] = hello.node_id;
+  kwargs["attempt"] = hello.attempt;
+  if (reason.empty()) {
+    kwargs["labels"] = hello.labels;
+    kwargs["address"] = hello.listen;
+  } else {
+    kwargs["reason"] = reason;
+    kwargs["lost"] = lost;
+  }
+  return e;
+}
+
+void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reason, std::uint64_t lost) {
+  on_read_batch_end(link);  // events read before the close (e.g. in the bye's read) still count
+  lost_ += lost;
+  std::optional<RemoteEvent> left;
+  std::optional<std::size_t> redial;
+  std::string redial_why;
+  {
+    std::lock_guard lock(mutex_);
+    std::erase(links_, link);
+    if (link->established) {
+      const std::int64_t node = link->hello()->node_id;
+      if (auto it = joined_.find(node); it != joined_.end() && it->second.link == link) {
+        joined_.erase(it);
+        const std::string why = leave_reason(reason);
+        left = notice(events::peer_left, *link->hello(), why, lost);
+        if (lost > 0 || why != "bye") {
+          DITASK_LOG(warn, "mesh") << link->peer() << " left (" << reason << "); " << lost
+                                   << " events sent to it were not acknowledged";
+        } else {
+          DITASK_LOG(info, "mesh") << link->peer() << " left (bye)";
+        }
+      }
+    }
+    for (std::size_t i = 0; i < dests_.size(); ++i) {
+      Dest& d = dests_[i];
+      if (d.link == link) {
+        d.link = nullptr;
+      }
+      // After an orderly bye the peer is done: dialling it again would only reach its
+      // launcher's listening socket. A failed peer may be restarted (--auto-recover).
+      if (d.dial && link->dialled() && d.address == link->dial_address && !stopping_ && !d.link &&
+          reason != "bye") {
+        if (!link->established && d.last_error.empty()) {
+          d.last_error = reason;
+        }
+        redial = i;
+        redial_why = d.last_error.empty() ? reason : d.last_error;
+      }
+    }
+    if (refused_locked()) {
+      ready_changed_.notify_all();
+    }
+    if (links_.empty()) {
+      links_changed_.notify_all();
+    }
+  }
+  room_changed_.notify_all();
+  if (left) {
+    hand_over({std::move(*left)});
+  }
+  if (redial) {
+    dial_failed(*redial, redial_why);
+  }
+}
+
+}  // namespace ditask::detail::mesh

@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: MIT
+// The mesh, part 4: received events and the relay, readiness, sending.
+#include "mesh.hpp"
+
+#include "make_mesh.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <cstdio>
+#include <random>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/container/small_vector.hpp>
+
+#include "../codec/envelope.hpp"
+#include "auth.hpp"
+#include "refusal.hpp"
+#include "ditask/error.hpp"
+#include "ditask/runtime/log.hpp"
+#include "ditask/runtime/suggest.hpp"
+
+namespace ditask::detail::mesh {
+
+namespace asio = boost::asio;
+using generic = asio::generic::stream_protocol;
+
+namespace {
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", static_cast<double>(ms.count()) / 1000.0);
+  return text;
+}
+
+bool labels_match(const std::set<std::string>& labels, const std::string& pattern) {
+  return std::any_of(labels.begin(), labels.end(), [&](const std::string& label) {
+    return ::fnmatch(pattern.c_str(), label.c_str(), 0) == 0;
+  });
+}
+
+}  // namespace
+
+void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
+  const std::size_t bytes = frame.topic.size() + frame.payload.size();
+  if (!link->established) {
+    DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": an event before the hello";
+    link->close_here("an event before the hello");
+    return;
+  }
+  ++received_;
+  if (settings_.relay && is_hub() && (frame.flags & kFlagRelayed) == 0 && frame.topic.starts_with(kRelayPrefix)) {
+    if (!relay_to_one(link, frame)) {
+      return;  // forwarded (or counted as dropped): not this node's event
+    }
+  }
+  if (!frame.topic.starts_with(settings_.topic_prefix)) {
+    DITASK_LOG(debug, "mesh") << "ignoring topic '" << frame.topic << "' from " << link->peer();
+    link->done(frame.seq, bytes, false);
+    return;
+  }
+  RemoteEvent e;
+  try {
+    e.packed = codec::locate_event_args(frame.payload);
+    if (!e.packed) {
+      e.args = codec::decode_event_args(frame.payload);
+    }
+  } catch (const std::exception& ex) {
+    DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": event '"
+                              << frame.topic.substr(settings_.topic_prefix.size()) << "': " << ex.what();
+    link->close_here("a malformed event");
+    return;
+  }
+  if (settings_.relay && is_hub() && (frame.flags & kFlagRelayed) == 0) {
+    relay(link, std::make_shared<Body>(Body{frame.topic, frame.payload}), frame.sender);
+  }
+  if (e.packed) {
+    e.packed->bytes = std::move(frame.payload);
+  }
+  e.event = frame.topic.substr(settings_.topic_prefix.size());
+  e.receipt = link;
+  e.seq = frame.seq;
+  e.bytes = bytes;
+  e.meta = link->sender_meta;
+  // Only this node's relaying hub relays: from any other peer the flag means nothing.
+  if ((frame.flags & kFlagRelayed) != 0 && is_relaying_hub(*link) &&
+      frame.sender != static_cast<std::uint64_t>(link->hello()->node_id)) {
+    e.meta = relayed_sender(frame.sender);
+    e.relayed = true;
+  }
+  batches_[link.get()].push_back(std::move(e));
+}
+
+bool Mesh::relay_to_one(const std::shared_ptr<Link>& from, Frame& frame) {
+  // "relay.<node>/task.<event>": a spoke's emit_to_node for another spoke.
+  const std::size_t bytes = frame.topic.size() + frame.payload.size();  // what the link counted in
+  const auto slash = frame.topic.find('/');
+  std::int64_t node = -1;
+  const char* digits = frame.topic.data() + std::strlen(kRelayPrefix);
+  const char* end = frame.topic.data() + (slash == std::string::npos ? 0 : slash);
+  if (slash == std::string::npos || std::from_chars(digits, end, node).ptr != end) {
+    return true;  // not a relay topic after all: the task. check below ignores it
+  }
+  frame.topic.erase(0, slash + 1);
+  if (node == settings_.node_id) {
+    return true;  // for the hub itself: an ordinary event from here on
+  }
+  auto body = std::make_shared<Body>(Body{frame.topic, std::move(frame.payload)});
+  std::shared_ptr<Link> to;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto j = joined_.find(node); j != joined_.end()) {
+      to = j->second.link;
+    } else {
+      const auto d = std::find_if(dests_.begin(), dests_.end(), [&](const Dest& x) { return x.node == node; });
+      if (d != dests_.end() && !d->joined_ever) {
+        hold_relayed_locked(*d, body, frame.sender);
+      } else {
+        relay_dropped("node " + std::to_string(node), "it is not connected");
+      }
+    }
+  }
+  if (to) {
+    forward_relayed(to, body, frame.sender);
+  }
+  from->done(frame.seq, bytes, true);  // the hub's part is done: forwarded, held, or counted as dropped
+  return false;
+}
+
+void Mesh::relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::uint64_t sender) {
+  std::vector<std::shared_ptr<Link>> to;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [node, j] : joined_) {
+      if (j.link != from && static_cast<std::uint64_t>(node) != sender) {
+        to.push_back(j.link);
+      }
+    }
+    // A spoke that has not joined yet gets it after its hello, like any event emitted early.
+    for (auto& d : dests_) {
+      if (!d.joined_ever && !d.link && !(d.node && static_cast<std::uint64_t>(*d.node) == sender)) {
+        hold_relayed_locked(d, body, sender);
+      }
+    }
+  }
+  for (const auto& link : to) {
+    forward_relayed(link, body, sender);
+  }
+}
+
+void Mesh::forward_relayed(const std::shared_ptr<Link>& to, const BodyPtr& body, std::uint64_t sender) {
+  OutgoingEvent out(body);
+  Deadline now(std::chrono::milliseconds(0));
+  const SendResult result = body->size() > to->hello()->max_frame_bytes
+                                ? SendResult::dropped
+                                : to->send_event(out, sender, kFlagRelayed, true, now);
+  switch (result) {
+    case SendResult::queued:
+      ++sent_;
+      return;
+    case SendResult::closed:
+      ++lost_;  // as for a direct send: the spoke was just leaving
+      return;
+    default:
+      relay_dropped(to->peer(), "its send queue is full or the event too large");
+  }
+}
+
+void Mesh::hold_relayed_locked(Dest& d, const BodyPtr& body, std::uint64_t sender) {
+  if (d.early_bytes > 0 && d.early_bytes + body->size() > settings_.send_queue_bytes) {
+    relay_dropped(name_of(d), "its queue for before it joins is full");
+    return;
+  }
+  d.early.push_back(Link::Pending{body, sender, kFlagRelayed});
+  d.early_bytes += body->size();
+  ++sent_;
+}
+
+void Mesh::relay_dropped(const std::string& whom, const char* why) {
+  if (++dropped_ % 1000 == 1) {  // counted always, logged the first time and then every 1000th
+    DITASK_LOG(warn, "mesh") << "relay dropped an event for " << whom << " (" << dropped_.load()
+                             << " dropped so far): " << why;
+  }
+}
+
+void Mesh::on_read_batch_end(const std::shared_ptr<Link>& link) {
+  auto it = batches_.find(link.get());
+  if (it == batches_.end()) {
+    return;
+  }
+  auto events = std::move(it->second);
+  batches_.erase(it);
+  if (events.empty()) {
+    return;
+  }
+  hand_over(std::move(events));
+}
+
+std::string Mesh::name_of(const Dest& d) {
+  return d.node ? "node " + std::to_string(*d.node) + " (" + d.address + ")" : d.address;
+}
+
+std::vector<std::string> Mesh::missing_locked() const {
+  std::vector<std::string> out;
+  for (const auto& d : dests_) {
+    if (!d.required || d.joined_ever) {
+      continue;
+    }
+    std::string text = name_of(d);
+    if (!d.dial) {
+      text += ": it has not dialled this node";
+    } else if (!d.last_error.empty()) {
+      text += ": " + d.last_error;
+    } else {
+      text += ": no hello yet";
+    }
+    out.push_back(std::move(text));
+  }
+  if (out.empty() && settings_.world_size) {
+    out.push_back("fewer than " + std::to_string(*settings_.world_size - 1) +
+                  " peers (--world-size) have connected");
+  }
+  return out;
+}
+
+void Mesh::wait_ready() {
+  const auto deadline = std::chrono::steady_clock::now() + settings_.startup_timeout;
+  std::unique_lock lock(mutex_);
+  if (ready_changed_.wait_until(lock, deadline, [&] { return ready_locked() || refused_locked(); }) &&
+      ready_locked()) {
+    return;
+  }
+  if (refused_locked()) {
+    std::vector<std::string> refusals;
+    for (const auto& d : dests_) {
+      if (d.required && !d.joined_ever && !d.permanent_error.empty()) {
+        refusals.push_back(name_of(d) + ": " + d.permanent_error);
+      }
+    }
+    throw Error("mesh cannot become ready: node " + std::to_string(settings_.node_id) + " and " +
+                    join(refusals, "; "),
+                "give every worker of the job the same --token (or DITASK_TOKEN) and --run-id");
+  }
+  throw Error("mesh not ready after " + seconds_text(settings_.startup_timeout) + ": node " +
+                  std::to_string(settings_.node_id) + " is still waiting for " + join(missing_locked(), "; "),
+              "are those workers running and reachable? a slow start needs a longer --startup-timeout");
+}
+
+void Mesh::send(const SendTarget& target, std::string_view event, const EventArgs& args) {
+  send_payload(target, event, codec::encode_event_args(args), &args);
+}
+
+void Mesh::send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) {
+  send_payload(target, event, payload, nullptr);
+}
+
+void Mesh::send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload,
+                        const EventArgs* args) {
+  // A spoke of a relaying star reaches another spoke through the hub, which strips the prefix.
+  const std::optional<std::int64_t> hub = target.node ? relay_hub_for(*target.node) : std::nullopt;
+  std::string topic;
+  topic.reserve(settings_.topic_prefix.size() + event.size() + (hub ? 24 : 0));
+  if (hub) {
+    topic.append(kRelayPrefix).append(std::to_string(*target.node)).append("/");
+  }
+  topic.append(settings_.topic_prefix).append(event);
+  OutgoingEvent out(topic, payload);
+  const std::size_t size = out.size();
+  Deadline deadline(settings_.send_timeout);
+  const bool to_self = self_delivery_ && (!target.node || *target.node == settings_.node_id) && target.label.empty();
+  const std::optional<std::int64_t> want = hub ? hub : target.node;
+  // On the stack for the usual handful of peers: send() is emit's hot path.
+  boost::container::small_vector<std::shared_ptr<Link>, 8> links;
+  {
+    std::unique_lock lock(mutex_);
+    boost::container::small_vector<Dest*, 8> early;
+    bool found = false;
+    for (auto& d : dests_) {
+      if (want && d.node != want) {
+        continue;
+      }
+      if (d.link) {
+        if (!target.label.empty() && !labels_match(joined_.at(*d.node).hello.labels, target.label)) {
+          continue;
+        }
+        if (std::find(links.begin(), links.end(), d.link) == links.end()) {
+          links.push_back(d.link);
+        }
+        found = true;
+      } else if (!d.joined_ever && target.label.empty()) {
+        early.push_back(&d);
+        found = true;
+      }
+    }
+    if (target.node && !found && !(to_self && *target.node == settings_.node_id)) {
+      std::vector<std::string> connected;
+      for (const auto& [node, j] : joined_) {
+        connected.push_back(std::to_string(node));
+      }
+      const std::string known = join(connected);
+      std::string hint = known.empty() ? "no peer is connected" : "connected peers: " + known;
+      if (settings_.topology == "star" && !settings_.relay && !is_hub()) {
+        hint += "; spokes of a star reach each other only through a relaying hub (--relay)";
+      }
+      throw Error("node " + std::to_string(*target.node) + " is not a peer of node " +
+                      std::to_string(settings_.node_id),
+                  hint);
+    }
+    for (const auto& link : links) {
+      const auto limit = link->hello()->max_frame_bytes;
+      if (size > limit) {
+        throw Error("event '" + std::string(event) + "' is " + std::to_string(size) + " bytes, more than " +
+                        link->peer() + " accepts (" + std::to_string(limit) + " bytes, its --max-frame-bytes)",
+                    "send smaller events or raise --max-frame-bytes on the receiving workers");
+      }
+    }
+    if (!early.empty() && size > settings_.max_frame_bytes) {
+      throw Error("event '" + std::string(event) + "' is " + std::to_string(size) +
+                      " bytes, more than --max-frame-bytes (" + std::to_string(settings_.max_frame_bytes) + ")",
+                  "send smaller events or raise --max-frame-bytes");
+    }
+    for (Dest* d : early) {
+      // Before a peer's first hello its events wait here, bounded like a send queue.
+      const auto room = [&] { return d->joined_ever || d->early_bytes == 0 || d->early_bytes + size <= settings_.send_queue_bytes; };
+      if (!room()) {
+        if (settings_.drop_when_full) {
+          ++dropped_;
+          continue;
+        }
+        if (!room_changed_.wait_until(lock, deadline.at(), room)) {
+          throw Error("event '" + std::string(event) + "' waited " + seconds_text(settings_.send_timeout) +
+                          " for " + (d->node ? "node " + std::to_string(*d->node) : d->address) +
+                          ", which has not joined yet",
+                      "start the peer, or raise --send-timeout / --send-queue-bytes");
+        }
+      }
+      if (d->joined_ever) {
+        if (d->link) {
+          links.push_back(d->link);
+        }
+        continue;
+      }
+      d->early.push_back(Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), 0});
+      d->early_bytes += size;
+      ++sent_;
+    }
+  }
+  for (const auto& link : links) {
+    switch (link->send_event(out, static_cast<std::uint64_t>(settings_.node_id), 0, settings_.drop_when_full,
+                             deadline)) {
+      case SendResult::queued:
+        ++sent_;
+        break;
+      case SendResult::dropped:
+        if (++dropped_ % 1000 == 1) {
+          DITASK_LOG(warn, "mesh") << "dropped event '" << event << "' for " << link->peer()
+                                   << ": its send queue is full (" << dropped_.load() << " dropped so far)";
+        }
+        break;
+      case SendResult::closed:
+        ++lost_;
+        DITASK_LOG(debug, "mesh") << "event '" << event << "' not sent: " << link->peer() << " just left";
+        break;
+      case SendResult::timed_out:
+        throw Error("event '" + std::string(event) + "': the send queue to " + link->peer() + " stayed full for " +
+                        seconds_text(settings_.send_timeout),
+                    "the peer handles events slower than they are emitted; raise --send-queue-bytes or "
+                    "--send-timeout, or use --send-policy drop");
+    }
+  }
+  if (to_self) {
+    RemoteEvent e;
+    e.event = std::string(event);
+    e.meta = own_meta_;
+    if (args) {
+      e.args = *args;
+    } else if ((e.packed = codec::locate_event_args(payload))) {
+      e.packed->bytes.assign(payload.begin(), payload.end());
+    } else {
+      e.args = codec::decode_event_args(payload);
+    }
+    hand_over({std::move(e)});
+  }
+}
+
+bool Mesh::refused_locked() const {
+  return std::any_of(dests_.begin(), dests_.end(),
+                     [](const Dest& d) { return d.required && !d.joined_ever && !d.permanent_error.empty(); });
+}
+
+}  // namespace ditask::detail::mesh
