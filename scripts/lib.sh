@@ -25,8 +25,12 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 DITASK_PACKAGES=(g++ cmake make libboost1.81-dev nlohmann-json3-dev libcli11-dev catch2 ccache
                  pkg-config libssl-dev libeigen3-dev dpkg-dev file)
 
-# What only the tests need besides: a private Slurm (tests/slurm), network namespaces (tests/netns).
-DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2)
+# What the mesh benchmark needs besides: ZeroMQ, its second baseline (tests/bench/zmq_mesh_bench.cpp).
+DITASK_BENCH_PACKAGES=(libzmq3-dev)
+
+# What only the tests need besides: a private Slurm (tests/slurm), network namespaces
+# (tests/netns), and the benchmarks' programs, which CI builds and smoke-runs.
+DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2 "${DITASK_BENCH_PACKAGES[@]}")
 
 # CMake uses ccache by itself when it is installed (CMakeLists.txt). These let ccache cache
 # translation units that use the precompiled headers instead of passing them through.
