@@ -5,11 +5,15 @@
 #pragma once
 
 #include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 namespace ditask::bench {
@@ -47,6 +51,29 @@ inline std::string micros(std::int64_t ns) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f", static_cast<double>(ns) / 1000.0);
   return text;
+}
+
+/// What a stream reader counted, sent back to the writer at the end (both ends are processes of
+/// this machine, so the struct crosses as its bytes).
+struct StreamReport {
+  std::int64_t events = 0;
+  std::int64_t bytes = 0;
+  std::int64_t last_ns = 0;  ///< now_ns() when the last event arrived
+};
+
+/// Waits for every child (anything with a `pid`); throws when one did not exit 0.
+template <class Children>
+void reap(const Children& children) {
+  int failed = 0;
+  for (const auto& child : children) {
+    int status = 0;
+    while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    failed += (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? 0 : 1;
+  }
+  if (failed > 0) {
+    throw std::runtime_error(std::to_string(failed) + " peer process(es) failed");
+  }
 }
 
 }  // namespace ditask::bench

@@ -58,6 +58,8 @@ namespace {
 using ditask::bench::context_switches;
 using ditask::bench::micros;
 using ditask::bench::now_ns;
+using ditask::bench::reap;
+using ditask::bench::StreamReport;
 using ditask::bench::vmrss_kb;
 
 
@@ -211,19 +213,6 @@ Child fork_listener(const std::string& path, Body body) {
   return child;
 }
 
-// Waits for every child; throws when one did not exit 0.
-void reap(const std::vector<Child>& children) {
-  int failed = 0;
-  for (const auto& child : children) {
-    int status = 0;
-    while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    failed += (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? 0 : 1;
-  }
-  if (failed > 0) {
-    throw std::runtime_error(std::to_string(failed) + " peer process(es) failed");
-  }
-}
 
 // A frame: 4-byte length (host order; both ends are on this machine), then the payload.
 std::vector<std::uint8_t> make_frame(std::uint32_t size) {
@@ -289,7 +278,7 @@ void rtt(const Options& options, const std::string& path) {
   asio::write(socket, asio::buffer(&kStop, sizeof kStop));
   std::int64_t ctx_peer = 0;
   asio::read(socket, asio::buffer(&ctx_peer, sizeof ctx_peer));
-  reap({child});
+  reap(std::vector<Child>{child});
   std::sort(latencies.begin(), latencies.end());
   const auto n = latencies.size();
   char ctx_text[32];
@@ -305,18 +294,12 @@ void rtt(const Options& options, const std::string& path) {
 
 // ---- stream ----
 
-// What a reader counted, sent back to the writer at the end.
-struct Report {
-  std::int64_t events = 0;
-  std::int64_t bytes = 0;
-  std::int64_t last_ns = 0;
-};
 
 // The child: counts whole frames (payload bytes too) until `count` arrived, then reports.
 template <class Socket>
 int count_frames(Socket& socket, std::int64_t count) {
   std::vector<std::uint8_t> buffer(256 * 1024);
-  Report report;
+  StreamReport report;
   std::array<std::uint8_t, 4> header{};
   std::size_t header_have = 0;
   std::uint64_t body_left = 0;
@@ -373,9 +356,9 @@ void stream(const Options& options, const std::string& dir) {
     }
   }
   const auto written = now_ns();
-  Report total;
+  StreamReport total;
   for (auto& socket : sockets) {
-    Report report;
+    StreamReport report;
     asio::read(socket, asio::buffer(&report, sizeof report));
     total.events += report.events;
     total.bytes += report.bytes;

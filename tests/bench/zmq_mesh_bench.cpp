@@ -44,6 +44,8 @@ namespace {
 using ditask::bench::context_switches;
 using ditask::bench::micros;
 using ditask::bench::now_ns;
+using ditask::bench::reap;
+using ditask::bench::StreamReport;
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -197,18 +199,6 @@ Child fork_peer(const std::string& endpoint, Body body) {
   return child;
 }
 
-void reap(const std::vector<Child>& children) {
-  int failed = 0;
-  for (const auto& child : children) {
-    int status = 0;
-    while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    failed += (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? 0 : 1;
-  }
-  if (failed > 0) {
-    throw std::runtime_error(std::to_string(failed) + " peer process(es) failed");
-  }
-}
 
 std::string endpoint_for(const std::string& transport, const std::string& dir, int index) {
   if (transport == "ipc") {
@@ -269,7 +259,7 @@ void rtt(const std::map<std::string, std::string>& options, const std::string& d
   dealer.receive(peer);
   std::int64_t ctx_peer = 0;
   std::memcpy(&ctx_peer, peer.data(), sizeof ctx_peer);
-  reap({child});
+  reap(std::vector<Child>{child});
   std::sort(latencies.begin(), latencies.end());
   const auto n = latencies.size();
   std::printf(
@@ -282,16 +272,10 @@ void rtt(const std::map<std::string, std::string>& options, const std::string& d
 
 // ---- stream ----
 
-// What a reader counted, sent back to the writer at the end.
-struct Report {
-  std::int64_t events = 0;
-  std::int64_t bytes = 0;
-  std::int64_t last_ns = 0;
-};
 
 int count_messages(Dealer& dealer, std::int64_t count) {
   std::vector<std::uint8_t> buffer(64);
-  Report report;
+  StreamReport report;
   while (report.events < count) {
     report.bytes += static_cast<std::int64_t>(dealer.receive(buffer));
     ++report.events;
@@ -324,10 +308,10 @@ void stream(const std::map<std::string, std::string>& options, const std::string
     }
   }
   const auto written = now_ns();
-  Report total;
-  std::vector<std::uint8_t> buffer(sizeof(Report));
+  StreamReport total;
+  std::vector<std::uint8_t> buffer(sizeof(StreamReport));
   for (auto& dealer : dealers) {
-    Report report;
+    StreamReport report;
     dealer->receive(buffer);
     std::memcpy(&report, buffer.data(), sizeof report);
     total.events += report.events;

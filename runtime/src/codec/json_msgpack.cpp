@@ -62,6 +62,15 @@ json value(Reader& reader, std::size_t max_depth, std::size_t depth) {
   if (!reader.next(item)) {
     fail(reader, max_depth);
   }
+  if (item.kind == Kind::array || item.kind == Kind::map) {
+    return container(reader, item, max_depth, depth);
+  }
+  return scalar_json(item);
+}
+
+}  // namespace
+
+json scalar_json(const Reader::Item& item) {
   switch (item.kind) {
     case Kind::nil: return json(nullptr);
     case Kind::boolean: return json(item.boolean);
@@ -75,13 +84,11 @@ json value(Reader& reader, std::size_t max_depth, std::size_t depth) {
     case Kind::ext:
       return json::binary(std::vector<std::uint8_t>(item.data, item.data + item.count),
                           static_cast<std::uint8_t>(item.ext_type));
-    case Kind::array:
-    case Kind::map: return container(reader, item, max_depth, depth);
+    case Kind::array: return json::array();
+    case Kind::map: return json::object();
   }
   return json();
 }
-
-}  // namespace
 
 void write_json(Packer& packer, const json& value) {
   switch (value.type()) {

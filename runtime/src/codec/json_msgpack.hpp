@@ -17,6 +17,10 @@ namespace ditask::detail::codec {
 /// Appends `value` (a JSON binary becomes bin, or ext when it has a subtype; floats float64).
 void write_json(Packer& packer, const nlohmann::json& value);
 
+/// One item as JSON: a scalar's value, an empty array or object for a container's header (its
+/// elements are the caller's to read).
+nlohmann::json scalar_json(const Reader::Item& item);
+
 /// "not valid MessagePack at byte N: <why>" for a failed read (of at most `max_depth` levels).
 std::string describe(const Reader::Failure& failure, std::size_t max_depth);
 

@@ -10,6 +10,7 @@
 
 #include "ditask/error.hpp"
 #include "ditask/msgpack.hpp"
+#include "../codec/json_msgpack.hpp"
 
 namespace ditask::detail::mesh {
 namespace {
@@ -74,25 +75,6 @@ using Kind = Reader::Kind;
   malformed("not valid MessagePack (at byte " + std::to_string(f.at + (at_missing ? 1 : 0)) + ")");
 }
 
-/// A scalar item as JSON (containers are the callers' business).
-json scalar(const Reader::Item& item) {
-  switch (item.kind) {
-    case Kind::nil: return json(nullptr);
-    case Kind::boolean: return json(item.boolean);
-    case Kind::positive: return json(item.count);
-    case Kind::negative: return json(item.negative);
-    case Kind::float32:
-    case Kind::float64: return json(item.number);
-    case Kind::str:
-      return json(std::string(reinterpret_cast<const char*>(item.data), static_cast<std::size_t>(item.count)));
-    case Kind::bin:
-    case Kind::ext: return json::binary(std::vector<std::uint8_t>(item.data, item.data + item.count));
-    case Kind::array: return json::array();
-    case Kind::map: return json::object();
-  }
-  return json();
-}
-
 /// Steps over the elements of the container `item` whose header was just read, which may hold
 /// `levels` more levels. Errors: as not_msgpack.
 void skip_contents(Reader& reader, const Reader::Item& item, std::size_t levels) {
@@ -124,7 +106,7 @@ json field_value(Reader& reader) {
     not_msgpack(reader.failure());
   }
   if (item.kind != Kind::array && item.kind != Kind::map) {
-    return scalar(item);
+    return codec::scalar_json(item);
   }
   if (item.kind == Kind::map) {
     skip_contents(reader, item, kLevels - 1);
@@ -145,12 +127,12 @@ json field_value(Reader& reader) {
       }
       skip_contents(reader, element, kLevels - 2);
     }
-    out.push_back(scalar(element));
+    out.push_back(codec::scalar_json(element));
   }
   return out;
 }
 
-std::string kind_name(const Reader::Item& item) { return kind(scalar(item)); }
+std::string kind_name(const Reader::Item& item) { return kind(codec::scalar_json(item)); }
 
 /// The top-level map of a hello payload: each key's field_value. Refuses duplicate keys.
 FieldMap read_fields(std::span<const std::uint8_t> payload) {
