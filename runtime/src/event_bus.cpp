@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ditask/runtime/log.hpp"
+#include "transport/inline_write.hpp"
 
 namespace ditask::detail {
 
@@ -348,6 +349,7 @@ void EventBus::dispatch(const BusJob& job) {
       continue;
     }
     handled = true;
+    grant_inline_write();  // the handler's first emit (its reply) goes out from this thread
     try {
       if (!args && entry->packed && entry->packed(job.packed->view(), *job.meta)) {
         continue;

@@ -3,6 +3,7 @@
 
 #include "ditask/error.hpp"
 #include "event_bus.hpp"
+#include "transport/inline_write.hpp"
 
 namespace ditask {
 
@@ -35,6 +36,10 @@ std::optional<EventArgs> Waiter::wait(std::chrono::milliseconds timeout) {
     throw Error("wait for event '" + state_->event + "' on the dispatcher thread would never return",
                 "wait from middleware or another thread, or handle the event with on()/once()");
   }
+  // Whatever this thread emits first after the wait (a request's follow-up) it writes itself.
+  struct GrantOnReturn {
+    ~GrantOnReturn() { detail::grant_inline_write(); }
+  } grant;
   const bool forever = timeout == std::chrono::milliseconds::max();
   const auto deadline = forever ? std::chrono::steady_clock::time_point::max()
                                 : std::chrono::steady_clock::now() + timeout;

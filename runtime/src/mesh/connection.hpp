@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -39,8 +40,12 @@ enum class SendResult { queued, dropped, timed_out, closed };
 /// One connection. Reads frames and hands them to its Owner, writes queued frames in as few
 /// writes as possible. The send queue is bounded in bytes; event frames are numbered from 1 and
 /// acknowledged by the peer, so what a lost connection took with it is counted exactly.
-/// Thread: reading, writing and the Owner callbacks on the io thread; send_*, close and
-/// delivered() from any thread.
+/// Acknowledgements ride on the frames written anyway; alone, they go at most kAckDelay after a
+/// read, or at once while the peer waits for them (it sent a ping).
+/// Thread: the io thread owns the socket's reading side, the timers and the Owner callbacks.
+/// Writing belongs to whoever holds the write token: the io thread, or an emitting thread that
+/// found the link idle and holds an inline-write grant (transport/inline_write.hpp); it writes
+/// without the lock held. send_*, close and delivered() are called from any thread.
 class Link final : public Receipt, public std::enable_shared_from_this<Link> {
  public:
   /// Receives what a Link reads. Called on the io thread.
@@ -78,8 +83,10 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   void send_control(FrameType type, BodyPtr body);
   /// Queues an event frame. When the queue is full: waits until `deadline` (wait policy), or
   /// returns dropped at once (`drop`); returns closed when the link is gone.
+  /// `write_here`: the caller holds an inline-write grant; when the link is idle it writes the
+  /// frame itself (no io-thread wake-up).
   SendResult send_event(OutgoingEvent& event, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
-                        Deadline& deadline);
+                        Deadline& deadline, bool write_here = false);
   /// An event waiting for a peer's first hello.
   struct Pending {
     BodyPtr body;
@@ -103,9 +110,12 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   void done(std::uint64_t seq, std::size_t bytes, bool handled) noexcept override;
   /// The peer acknowledged every event up to `seq`. Thread: io.
   void on_ack(std::uint64_t seq);
+  /// Asks the peer (a ping) to acknowledge what it handled at once, when anything is unacked.
+  void request_ack();
   /// Events queued or written and not yet acknowledged.
   std::uint64_t unacked() const;
-  /// Waits until everything queued was acknowledged, or until `deadline`. Any thread but io.
+  /// Waits until everything queued was acknowledged, or until `deadline`; asks the peer (a
+  /// ping) to acknowledge at once. Any thread but io.
   bool wait_acked(std::chrono::steady_clock::time_point deadline);
 
   /// The other side, for log lines: its address, then `node N (address)` after the hello.
@@ -140,19 +150,46 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
 
   void read_more();
   void on_read(const boost::system::error_code& ec, std::size_t n);
-  void schedule_write_locked(std::unique_lock<std::mutex>& lock);
-  void write_batch();
-  void on_written(const boost::system::error_code& ec);
   void close_now(const std::string& reason);
-  void send_ack();
   Out make_out(FrameType type, std::uint64_t sender, std::uint64_t seq, std::uint16_t flags, BodyPtr body) const;
   void append_frame_locked(const FrameHeader& header, const OutgoingEvent& event, std::size_t size);
 
+  // Writing (connection_write.cpp). Whoever holds the token (write_active_) is the only writer.
+  // Gives the token to the io thread unless someone holds it. Caller holds mutex_.
+  void schedule_write_locked(std::unique_lock<std::mutex>& lock);
+  // Moves the next batch into writing_, an ack in front when one is due; false when there is
+  // nothing to write. Caller holds mutex_ and the token.
+  bool take_batch_locked();
+  // Lays writing_ out as buffers_ (small frames copied into staging_). Token holder, no lock.
+  void build_buffers();
+  // Takes the token and writes the queue from the calling thread with non-blocking sends; what
+  // the socket does not take at once is handed to the io thread. Caller holds mutex_ (released).
+  void write_inline(std::unique_lock<std::mutex>& lock);
+  // Io thread, token: writes the next batch / the rest of buffers_ after `written` bytes.
+  void write_batch();
+  void write_rest(std::size_t written);
+  void on_written(const boost::system::error_code& ec);
+  // A batch went out whole: recycles its buffers. True when more is queued (the token is kept);
+  // otherwise the token is given back. Token holder.
+  bool finish_batch(bool& sent_bye);
+
+  // Acknowledgements (connection_ack.cpp).
+  // Queues an ack of what was handled, if it has not been sent. Io thread.
+  void send_ack();
+  // Arms the ack timer (once) after a read that brought events. Io thread.
+  void arm_ack_timer();
+  // Called with mutex_ held: an ack is due (handled events not acknowledged yet).
+  bool ack_due_locked() const noexcept;
+  // ack_due_locked() without the lock (may be a moment behind). Any thread.
+  bool ack_due() const noexcept;
+
   Socket socket_;
+  const int fd_;  // socket_'s descriptor, for inline writes; closed only after they ended
   const bool dialled_;
   Owner& owner_;
   boost::asio::steady_timer hello_timer_;
   boost::asio::steady_timer linger_timer_;
+  boost::asio::steady_timer ack_timer_;
   FrameDecoder decoder_;
   std::shared_ptr<ReadBufferPool> read_pool_;
   std::uint8_t* pooled_read_ = nullptr;           // io thread: from read_pool_, or null
@@ -165,11 +202,16 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   mutable std::mutex mutex_;            // guards the fields down to peer_name_
   std::condition_variable changed_;     // room in the queue, acks, close
   std::deque<Out> queue_;
-  std::vector<Out> writing_;            // the batch being written (io thread while active)
-  std::vector<std::uint8_t> staging_;   // small frames of that batch, copied (io thread)
+  std::vector<Out> writing_;            // the batch being written (token holder)
+  std::vector<std::uint8_t> staging_;   // small frames of that batch, copied (token holder)
+  std::vector<boost::asio::const_buffer> buffers_;  // that batch as buffers (token holder)
   std::vector<std::vector<std::uint8_t>> spare_;  // emptied Out::frames buffers, reused
   std::size_t queued_bytes_ = 0;        // queue_ + writing_ event bytes
-  bool write_active_ = false;           // a write is posted or in progress
+  bool write_active_ = false;           // the write token: a write is posted or in progress
+  bool inline_writing_ = false;         // an emitting thread is writing (the socket stays open)
+  bool close_pending_ = false;          // closed during an inline write: its writer closes the socket
+  bool ack_wanted_ = false;             // an ack-only write was asked for while the token was taken
+  std::uint64_t ack_sent_ = 0;          // the last seq acknowledged in a written batch
   int waiters_ = 0;                     // threads waiting on changed_
   bool closed_ = false;
   bool leaving_ = false;                // bye queued: no more frames after it
@@ -179,10 +221,14 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
 
   // Inbound acknowledgements.
   std::mutex delivered_mutex_;
-  std::uint64_t delivered_seq_ = 0;     // contiguous watermark, guarded by delivered_mutex_
+  std::atomic<std::uint64_t> delivered_seq_{0};  // contiguous watermark, written under delivered_mutex_
   std::set<std::uint64_t> delivered_ahead_;  // guarded by delivered_mutex_
-  std::uint64_t ack_sent_ = 0;          // io thread
+  std::atomic<std::uint64_t> ack_sent_seen_{0};  // ack_sent_, for delivered() (no lock)
   std::atomic<bool> ack_scheduled_{false};
+  std::atomic<bool> ack_eager_{false};  // the peer waits for acks (it sent a ping): ack at once
+  bool ack_timer_armed_ = false;        // io thread
+  std::uint64_t received_seq_ = 0;      // io thread: the last event seq read
+  std::uint64_t ack_sent_at_tick_ = 0;  // io thread: ack_sent_ at the ack timer's last tick
   std::atomic<std::size_t> inbound_bytes_{0};
   std::atomic<bool> read_paused_{false};
   bool reading_ = false;                // io thread: a read is outstanding

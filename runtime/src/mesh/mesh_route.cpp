@@ -24,6 +24,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include "../codec/envelope.hpp"
+#include "../transport/inline_write.hpp"
 #include "auth.hpp"
 #include "refusal.hpp"
 #include "ditask/error.hpp"
@@ -355,9 +356,12 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
       ++sent_;
     }
   }
+  // A reply (a handler's first emit) or an emit right after a wait is written by this thread
+  // when the link is idle; the io thread batches the rest.
+  const bool write_here = !links.empty() && take_inline_write();
   for (const auto& link : links) {
     switch (link->send_event(out, static_cast<std::uint64_t>(settings_.node_id), 0, settings_.drop_when_full,
-                             deadline)) {
+                             deadline, write_here)) {
       case SendResult::queued:
         ++sent_;
         break;

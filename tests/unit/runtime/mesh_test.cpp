@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -28,6 +29,7 @@
 #include "mesh/settings.hpp"
 #include "codec/envelope.hpp"
 #include "internal_access.hpp"
+#include "transport/inline_write.hpp"
 #include "transport/make_transport.hpp"
 #include <ditask/ditask.hpp>
 
@@ -408,4 +410,59 @@ TEST_CASE("mesh: only a relaying hub's relayed flag counts; from another peer th
   ::close(fd);
   m.shutdown();
   inbox.clear();
+}
+
+TEST_CASE("mesh: events written by the emitting thread and by the io thread arrive complete and in order",
+          "[mesh][inline_write]") {
+  // One thread holds a grant for every send (each is written by it when the link is idle),
+  // another never has one (the io thread writes its events), both at once; then a granted send
+  // followed by a loop of ungranted ones, as a handler that replies and then streams.
+  Pair p({tcp_listener(), tcp_listener()});
+  p.a->wait_ready();
+  p.b->wait_ready();
+  constexpr int kEach = 3000;
+  std::thread granted([&] {
+    for (int i = 0; i < kEach; ++i) {
+      ditask::detail::grant_inline_write();
+      p.a->send(mesh::SendTarget{1, {}}, "x", numbered(i));
+    }
+  });
+  std::thread batched([&] {
+    for (int i = 0; i < kEach; ++i) {
+      p.a->send(mesh::SendTarget{1, {}}, "y", numbered(i));
+    }
+  });
+  granted.join();
+  batched.join();
+  ditask::detail::grant_inline_write();
+  for (int i = 0; i < kEach; ++i) {
+    p.a->send(mesh::SendTarget::all(), "z", numbered(i));
+  }
+  for (const char* name : {"x", "y", "z"}) {
+    auto got = p.in_b.wait_for(name, kEach);
+    REQUIRE(got.size() == kEach);
+    for (int i = 0; i < kEach; ++i) {
+      REQUIRE(got[static_cast<std::size_t>(i)].unpacked().get<int>(0) == i);
+    }
+  }
+  p.a->shutdown();
+  CHECK(p.a->stats().acked == 3 * kEach);
+  CHECK(p.a->stats().lost == 0);
+}
+
+TEST_CASE("mesh: handled events are acknowledged with no further traffic to ride on", "[mesh][ack]") {
+  Pair p({tcp_listener(), tcp_listener()});
+  p.a->wait_ready();
+  p.b->wait_ready();
+  for (int i = 0; i < 10; ++i) {
+    p.a->send(mesh::SendTarget::all(), "n", numbered(i));
+  }
+  REQUIRE(p.in_b.wait_for("n", 10).size() == 10);
+  // Nothing else is sent either way: the ack goes alone, on the receiver's ack timer.
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (p.a->stats().acked < 10 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(p.a->stats().acked == 10);
+  CHECK(p.b->stats().sent == 0);
 }
