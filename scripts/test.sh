@@ -4,24 +4,25 @@
 #   1. debug: Debug build with -Werror and every test (build/debug), ctest;
 #   2. asan: ASan+UBSan Debug build of the unit and integration tests (build/asan): the launcher
 #      and its workers run instrumented; ctest -L "unit|integration";
-#   3. release: the README's build from a fresh cache, `cmake --preset release` and
+#   3. tsan: ThreadSanitizer Debug build of the same tests (build/tsan), ctest -L
+#      "unit|integration" with TSAN_OPTIONS=halt_on_error=1: a data race fails the test;
+#   4. release: the README's build from a fresh cache, `cmake --preset release` and
 #      `cmake --build --preset release` (Release, -O3, no -Werror, no tests: users' builds must not
 #      fail on a warning), `cmake --install` into build/install/release and tests/package/run.sh
 #      against that install; then scripts/package.sh (cpack -G DEB) and tests/package/deb_test.sh
 #      (the .deb files' fields and contents, the user project built against them in a scratch root);
-#   4. plain: the README's plain CMake lines, -DCMAKE_BUILD_TYPE=Release and =RelWithDebInfo with
+#   5. plain: the README's plain CMake lines, -DCMAKE_BUILD_TYPE=Release and =RelWithDebInfo with
 #      -DBUILD_TESTING=OFF (build/plain-release, build/plain-relwithdebinfo), each built and run once.
-# `scripts/test.sh release plain` runs only the stages named (default: all four, CI's job).
+# `scripts/test.sh release plain` runs only the stages named (default: all five, CI's job).
 # Works from any cwd; logs go to build/logs/test/. Exits non-zero on the first failure.
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# What the sanitizer build compiles and runs (STYLE §12 adds the mesh integration tests here
-# once they exist).
-ASAN_TARGETS=(ditask_unit_tests ditask_integration_tests ditask_fuzz_corpus)
-ASAN_LABELS="unit|integration"
+# What the sanitizer builds compile and run.
+SANITIZER_TARGETS=(ditask_unit_tests ditask_integration_tests ditask_fuzz_corpus)
+SANITIZER_LABELS="unit|integration"
 
-STAGES=(debug asan release plain)
+STAGES=(debug asan tsan release plain)
 if (($#)); then
   for stage in "$@"; do
     [[ " ${STAGES[*]} " == *" $stage "* ]] || {
@@ -48,12 +49,24 @@ if stage asan; then
   step "asan: configure (build/asan, address,undefined)" \
     cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DDITASK_WERROR=ON -DBUILD_TESTING=ON \
     -DDITASK_SANITIZE=address,undefined
-  step "asan: build ${ASAN_TARGETS[*]} (-j$JOBS)" \
-    cmake --build build/asan -j "$JOBS" --target "${ASAN_TARGETS[@]}"
-  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
-  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-  STEP_TAIL=150 STEP_NOTE=ctest_note step "asan: ctest -L $ASAN_LABELS" \
-    ctest --test-dir build/asan -L "$ASAN_LABELS" --output-on-failure --timeout 120 -j2 \
+  step "asan: build ${SANITIZER_TARGETS[*]} (-j$JOBS)" \
+    cmake --build build/asan -j "$JOBS" --target "${SANITIZER_TARGETS[@]}"
+  STEP_TAIL=150 STEP_NOTE=ctest_note step "asan: ctest -L $SANITIZER_LABELS" \
+    env ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    ctest --test-dir build/asan -L "$SANITIZER_LABELS" --output-on-failure --timeout 120 -j2 \
+    --no-tests=error
+fi
+
+if stage tsan; then
+  step "tsan: configure (build/tsan, thread)" \
+    cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DDITASK_WERROR=ON -DBUILD_TESTING=ON \
+    -DDITASK_SANITIZE=thread
+  step "tsan: build ${SANITIZER_TARGETS[*]} (-j$JOBS)" \
+    cmake --build build/tsan -j "$JOBS" --target "${SANITIZER_TARGETS[@]}"
+  # The launcher and its workers run instrumented; the first race a process sees fails it.
+  STEP_TAIL=150 STEP_NOTE=ctest_note step "tsan: ctest -L $SANITIZER_LABELS" \
+    env TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+    ctest --test-dir build/tsan -L "$SANITIZER_LABELS" --output-on-failure --timeout 300 -j2 \
     --no-tests=error
 fi
 
@@ -114,7 +127,7 @@ if stage plain; then
 fi
 
 # One closing line in the plain "N passed, N failed" form that CI reads, summed over the ctest
-# runs (the debug and asan stages; the release stage's package tests print their own result).
+# runs (the debug, asan and tsan stages; the release stage's package tests print their own result).
 passed=0
 for log in "$DITASK_LOG_DIR"/*ctest*.log; do
   [[ -f "$log" ]] || continue

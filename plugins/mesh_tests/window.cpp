@@ -60,6 +60,9 @@ DITASK_MAIN(early_handlers) {
 // the learner with emit_to_role, the learner answers the collectors with emit_to_role.
 DITASK_MAIN(roles) {
   auto& task = ditask::task();
+  // Before `running`: its handler may still be returning from update() when the wait ends, so it
+  // must outlive the task's dispatcher (found by ThreadSanitizer).
+  Shared<std::set<std::int64_t>> heard;
   auto running = task.start();
   std::string labels;
   for (const auto& label : task.labels()) {
@@ -74,7 +77,6 @@ DITASK_MAIN(roles) {
     for (const auto& peer : task.router().peers()) {
       collectors += peer.labels.count("role.collector");
     }
-    Shared<std::set<std::int64_t>> heard;
     task.on("hello", [&heard](std::int64_t from) { heard.update([&](auto& s) { s.insert(from); }); });
     task.ready();
     heard.wait([&](const auto& s) { return s.size() == collectors; }, "a hello from every collector");

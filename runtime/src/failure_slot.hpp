@@ -3,6 +3,7 @@
 // emit / sync / run / wait_for / Waiter::wait). Shared by the task and its waiters.
 #pragma once
 
+#include <atomic>
 #include <exception>
 #include <mutex>
 #include <utility>
@@ -17,11 +18,17 @@ class FailureSlot {
     std::lock_guard lock(mutex_);
     if (!error_) {
       error_ = std::move(error);
+      pending_ = true;
     }
   }
-  /// The pending failure, now no longer pending; null when none.
+  /// The pending failure, now no longer pending; null when none. Without one, no lock is taken
+  /// (every emit asks).
   std::exception_ptr take() {
+    if (!pending_.load()) {
+      return nullptr;
+    }
     std::lock_guard lock(mutex_);
+    pending_ = false;
     return std::exchange(error_, nullptr);
   }
   /// Throws the pending failure once.
@@ -33,7 +40,8 @@ class FailureSlot {
 
  private:
   std::mutex mutex_;
-  std::exception_ptr error_;
+  std::exception_ptr error_;        // guarded by mutex_
+  std::atomic<bool> pending_{false};  // error_ is set
 };
 
 }  // namespace ditask::detail

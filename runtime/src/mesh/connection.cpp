@@ -156,8 +156,7 @@ void Link::on_read(const boost::system::error_code& ec, std::size_t n) {
       events = true;
     }
     owner_.on_frame(self, std::move(frame));
-    std::lock_guard lock(mutex_);
-    if (closed_) {
+    if (closed_here_) {  // the frame made the owner close this link
       return;
     }
   }
@@ -307,6 +306,7 @@ void Link::close_now(const std::string& reason) {
       return;
     }
     closed_ = true;
+    closed_here_ = true;
     lost = next_seq_ - acked_seq_;
     queue_.clear();
     queued_bytes_ = 0;

@@ -232,6 +232,7 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   std::atomic<std::size_t> inbound_bytes_{0};
   std::atomic<bool> read_paused_{false};
   bool reading_ = false;                // io thread: a read is outstanding
+  bool closed_here_ = false;            // io thread: closed_, read without the lock (close_now runs on io)
   bool got_bye_ = false;                // io thread
   std::string bye_reason_;              // io thread
   std::string leave_close_reason_;      // io thread

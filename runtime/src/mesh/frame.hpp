@@ -44,7 +44,7 @@ inline constexpr std::size_t kMaxPayloadBytes = 0xFFFF'FFFF;
 ///  event: topic = the layer's prefix (the task layer's "task.") + the event name, payload = the event envelope (codec/envelope.hpp); seq counts events per connection from 1.
 ///  bye:   orderly leave or refusal, payload = MessagePack {"reason": text}.
 ///  ack:   seq = highest event seq the receiver has handed to its handlers; no payload.
-///  ping:  keep-alive, no payload.
+///  ping:  no payload; the sender waits for acks (it is stopping): acknowledge at once from now on.
 ///  auth:  token proof (auth.hpp), payload = the proof bytes.
 ///  welcome: this side accepted the peer (hello, token proof, node id); no payload. A link is
 ///         established once each side has accepted the other and received its welcome, so a

@@ -185,7 +185,7 @@ class Mesh final : public Transport, public Link::Owner {
   bool had_sink_ = false;
   std::vector<RemoteEvent> prestart_;
 
-  std::map<Link*, std::vector<RemoteEvent>> batches_;  // io thread
+  std::vector<RemoteEvent> batch_;  // io thread: the events of the read in progress
 
   std::atomic<std::uint64_t> sent_{0}, acked_{0}, received_{0}, lost_{0}, dropped_{0}, unhandled_{0};
 };

@@ -88,7 +88,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   if (e.packed) {
     e.packed->bytes = std::move(frame.payload);
   }
-  e.event = frame.topic.substr(settings_.topic_prefix.size());
+  e.event.assign(frame.topic, settings_.topic_prefix.size());
   e.receipt = link;
   e.seq = frame.seq;
   e.bytes = bytes;
@@ -99,7 +99,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     e.meta = relayed_sender(frame.sender);
     e.relayed = true;
   }
-  batches_[link.get()].push_back(std::move(e));
+  batch_.push_back(std::move(e));
 }
 
 bool Mesh::relay_to_one(const std::shared_ptr<Link>& from, Frame& frame) {
@@ -194,17 +194,14 @@ void Mesh::relay_dropped(const std::string& whom, const char* why) {
   }
 }
 
-void Mesh::on_read_batch_end(const std::shared_ptr<Link>& link) {
-  auto it = batches_.find(link.get());
-  if (it == batches_.end()) {
+void Mesh::on_read_batch_end(const std::shared_ptr<Link>& /*link*/) {
+  // One link reads at a time: the batch holds its events (and, when a frame of it closed
+  // another link, that link's events are handed over with it, still in order per link).
+  if (batch_.empty()) {
     return;
   }
-  auto events = std::move(it->second);
-  batches_.erase(it);
-  if (events.empty()) {
-    return;
-  }
-  hand_over(std::move(events));
+  hand_over(std::move(batch_));  // the sink moves the events out; the vector keeps its capacity
+  batch_.clear();
 }
 
 std::string Mesh::name_of(const Dest& d) {
