@@ -75,19 +75,35 @@ void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
   }
 }
 
-std::vector<std::uint8_t>& detail::pack_buffer() {
-  thread_local std::vector<std::uint8_t> buffer;
-  if (buffer.capacity() > (1U << 20)) {
-    buffer = {};  // one large event does not pin its size for the thread's life
+namespace {
+thread_local std::vector<std::uint8_t> t_pack_buffer;  // detail::pack_buffer()
+// A large payload in this thread's pack buffer is given to the transport instead of copied
+// (the buffer is refilled from empty by the next emit).
+constexpr std::size_t kGiveAwayFrom = 64 * 1024;
+
+void send_wire(detail::Transport& transport, const detail::SendTarget& target, std::string_view event,
+               const std::vector<std::uint8_t>& wire) {
+  if (&wire == &t_pack_buffer && wire.size() >= kGiveAwayFrom) {
+    transport.send_owned(target, event, std::move(t_pack_buffer));
+    t_pack_buffer = {};
+  } else {
+    transport.send_packed(target, event, wire);
   }
-  return buffer;
+}
+}  // namespace
+
+std::vector<std::uint8_t>& detail::pack_buffer() {
+  if (t_pack_buffer.capacity() > (1U << 20)) {
+    t_pack_buffer = {};  // one large event does not pin its size for the thread's life
+  }
+  return t_pack_buffer;
 }
 
 void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wire, Scope scope,
                      std::optional<EventArgs> local) {
   auto [bus, transport] = impl_->live_for_emit();
   if (scope != Scope::only_local && transport) {
-    transport->send_packed(detail::SendTarget::all(), event, wire);
+    send_wire(*transport, detail::SendTarget::all(), event, wire);
   }
   if (scope != Scope::only_remote && !bus->post(std::string(event), std::move(*local))) {
     throw_not_running();
@@ -98,7 +114,7 @@ void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view la
                         std::string_view event, const std::vector<std::uint8_t>& wire) {
   auto [bus, transport] = impl_->live_for_emit();
   if (auto target = target_of(transport != nullptr, node_id, label_pattern, event)) {
-    transport->send_packed(*target, event, wire);
+    send_wire(*transport, *target, event, wire);
   }
 }
 

@@ -21,6 +21,11 @@ namespace {
 // has N*(N-1) of them) and grows while reads fill it (a stream of events).
 constexpr std::size_t kFirstReadChunk = 16 * 1024;
 constexpr std::size_t kMaxReadChunk = 256 * 1024;
+// A payload with at least this much still to come is read into its own buffer directly, when it
+// is no larger than kDirectReadUpTo (a larger one grows as its bytes arrive: a lying header
+// cannot make us allocate more than this at once).
+constexpr std::size_t kDirectReadFrom = 64 * 1024;
+constexpr std::size_t kDirectReadUpTo = 16u << 20;
 }  // namespace
 
 Link::Link(Socket socket, std::string peer, bool dialled, std::string own_nonce, Owner& owner,
@@ -101,13 +106,21 @@ void Link::read_more() {
     read_paused_ = false;
   }
   reading_ = true;
+  // The rest of a large payload is read where it belongs, not copied out of the read buffer.
+  if (auto tail = decoder_.payload_tail(kDirectReadFrom, kDirectReadUpTo); !tail.empty()) {
+    socket_.async_read_some(asio::buffer(tail.data(), tail.size()),
+                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                              self->on_read(ec, n, true);
+                            });
+    return;
+  }
   socket_.async_read_some(asio::buffer(read_buffer_, read_capacity_),
                           [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-                            self->on_read(ec, n);
+                            self->on_read(ec, n, false);
                           });
 }
 
-void Link::on_read(const boost::system::error_code& ec, std::size_t n) {
+void Link::on_read(const boost::system::error_code& ec, std::size_t n, bool direct) {
   reading_ = false;
   if (ec) {
     if (decoder_.buffered() > 0 && !decoder_.poisoned()) {
@@ -124,8 +137,8 @@ void Link::on_read(const boost::system::error_code& ec, std::size_t n) {
     }
     return;
   }
-  auto result = decoder_.feed(std::span<const std::uint8_t>(read_buffer_, n));
-  if (n == read_capacity_ && read_capacity_ < kMaxReadChunk) {
+  auto result = direct ? decoder_.filled(n) : decoder_.feed(std::span<const std::uint8_t>(read_buffer_, n));
+  if (!direct && n == read_capacity_ && read_capacity_ < kMaxReadChunk) {
     read_capacity_ *= 4;
     own_read_.reset(new std::uint8_t[read_capacity_]);
     read_buffer_ = own_read_.get();

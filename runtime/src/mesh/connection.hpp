@@ -149,7 +149,8 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   };
 
   void read_more();
-  void on_read(const boost::system::error_code& ec, std::size_t n);
+  // `direct`: the bytes went into the decoder's payload tail, not the read buffer.
+  void on_read(const boost::system::error_code& ec, std::size_t n, bool direct);
   void close_now(const std::string& reason);
   Out make_out(FrameType type, std::uint64_t sender, std::uint64_t seq, std::uint16_t flags, BodyPtr body) const;
   void append_frame_locked(const FrameHeader& header, const OutgoingEvent& event, std::size_t size);

@@ -120,7 +120,36 @@ HeaderResult decode_header(std::span<const std::uint8_t, kHeaderSize> bytes,
 FrameDecoder::FrameDecoder(std::size_t max_frame_bytes) : max_frame_bytes_(max_frame_bytes) {}
 
 std::size_t FrameDecoder::buffered() const noexcept {
-  return header_ ? kHeaderSize + current_.topic.size() + current_.payload.size() : header_fill_;
+  const std::size_t payload = direct_ ? direct_fill_ : current_.payload.size();
+  return header_ ? kHeaderSize + current_.topic.size() + payload : header_fill_;
+}
+
+std::span<std::uint8_t> FrameDecoder::payload_tail(std::size_t min, std::size_t max_direct) {
+  if (error_ || !header_ || current_.topic.size() != header_->topic_bytes) {
+    return {};
+  }
+  if (!direct_) {
+    const std::size_t missing = header_->payload_bytes - current_.payload.size();
+    if (missing < min || header_->payload_bytes > max_direct) {
+      return {};
+    }
+    direct_fill_ = current_.payload.size();
+    current_.payload.resize(header_->payload_bytes);
+    direct_ = true;
+  }
+  return {current_.payload.data() + direct_fill_, header_->payload_bytes - direct_fill_};
+}
+
+DecodeResult FrameDecoder::filled(std::size_t n) {
+  DecodeResult out;
+  direct_fill_ += n;
+  if (direct_ && direct_fill_ == header_->payload_bytes) {
+    direct_ = false;
+    out.frames.push_back(std::move(current_));
+    current_ = Frame{};
+    header_.reset();
+  }
+  return out;
 }
 
 bool FrameDecoder::fill_body(std::span<const std::uint8_t>& bytes) {

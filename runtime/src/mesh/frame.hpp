@@ -120,6 +120,13 @@ class FrameDecoder {
   /// for bad input (std::bad_alloc may still escape).
   DecodeResult feed(std::span<const std::uint8_t> bytes);
 
+  /// While a frame's payload of at most `max_direct` bytes is arriving and at least `min` bytes
+  /// of it are still missing: where they go, for the caller to read into directly (then
+  /// filled()); empty otherwise. Saves copying a large payload out of the read buffer.
+  std::span<std::uint8_t> payload_tail(std::size_t min, std::size_t max_direct);
+  /// `n` bytes were read into payload_tail(); returns the frame once it is complete.
+  DecodeResult filled(std::size_t n);
+
   /// True once feed has reported an error.
   bool poisoned() const noexcept { return error_.has_value(); }
   /// Bytes of the partial frame held (header and body so far).
@@ -134,6 +141,8 @@ class FrameDecoder {
   std::size_t header_fill_ = 0;
   std::optional<FrameHeader> header_;  // set while the body is being read
   Frame current_;
+  bool direct_ = false;         // current_.payload is sized in full; direct_fill_ bytes of it are in
+  std::size_t direct_fill_ = 0;
   std::optional<std::string> error_;
 };
 

@@ -62,6 +62,8 @@ class Mesh final : public Transport, public Link::Owner {
   void send(const SendTarget& target, std::string_view event, const EventArgs& args) override;
   /// send() for arguments already encoded as an event payload (detail::pack_event).
   void send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) override;
+  /// send_packed() that moves the payload into the frame body the links share.
+  void send_owned(const SendTarget& target, std::string_view event, std::vector<std::uint8_t>&& payload) override;
   /// Connected peers, by node id.
   std::vector<PeerInfo> peers() const override;
   /// Counters.
@@ -137,8 +139,9 @@ class Mesh final : public Transport, public Link::Owner {
   // Hub: forwards a "relay.<node>/..." event to that spoke; false when it was not for this node.
   bool relay_to_one(const std::shared_ptr<Link>& from, Frame& frame);
   // send() and send_packed(); `args` (when known) is what self-delivery hands over.
+  // `owned` (when set) holds `payload`, and the frame body may take it.
   void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload,
-                    const EventArgs* args);
+                    const EventArgs* args, std::vector<std::uint8_t>* owned = nullptr);
   // The sender of the events `hello`'s node sends.
   static std::shared_ptr<const EventMeta> meta_of(const Hello& hello);
   // The sender of an event a hub relayed from `node`: its link's meta when this node has one.

@@ -262,8 +262,12 @@ void Mesh::send_packed(const SendTarget& target, std::string_view event, std::sp
   send_payload(target, event, payload, nullptr);
 }
 
+void Mesh::send_owned(const SendTarget& target, std::string_view event, std::vector<std::uint8_t>&& payload) {
+  send_payload(target, event, payload, nullptr, &payload);
+}
+
 void Mesh::send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload,
-                        const EventArgs* args) {
+                        const EventArgs* args, std::vector<std::uint8_t>* owned) {
   // A spoke of a relaying star reaches another spoke through the hub, which strips the prefix.
   const std::optional<std::int64_t> hub = target.node ? relay_hub_for(*target.node) : std::nullopt;
   std::string topic;
@@ -272,7 +276,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
     topic.append(kRelayPrefix).append(std::to_string(*target.node)).append("/");
   }
   topic.append(settings_.topic_prefix).append(event);
-  OutgoingEvent out(topic, payload);
+  OutgoingEvent out(topic, payload, owned);
   const std::size_t size = out.size();
   Deadline deadline(settings_.send_timeout);
   const bool to_self = self_delivery_ && (!target.node || *target.node == settings_.node_id) && target.label.empty();
@@ -385,10 +389,10 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
     e.meta = own_meta_;
     if (args) {
       e.args = *args;
-    } else if ((e.packed = codec::locate_event_args(payload))) {
-      e.packed->bytes.assign(payload.begin(), payload.end());
+    } else if ((e.packed = codec::locate_event_args(out.payload()))) {
+      e.packed->bytes.assign(out.payload().begin(), out.payload().end());
     } else {
-      e.args = codec::decode_event_args(payload);
+      e.args = codec::decode_event_args(out.payload());
     }
     hand_over({std::move(e)});
   }

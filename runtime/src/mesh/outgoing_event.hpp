@@ -27,8 +27,11 @@ using BodyPtr = std::shared_ptr<const Body>;
 /// from it; small ones are copied into each link's queue and need none).
 class OutgoingEvent {
  public:
-  /// Refers to `topic` and `payload`, which must outlive this object.
-  OutgoingEvent(std::string_view topic, std::span<const std::uint8_t> payload) : topic_(topic), payload_(payload) {}
+  /// Refers to `topic` and `payload`, which must outlive this object. `owned` (when set) is the
+  /// vector holding `payload`: the Body takes it instead of a copy.
+  OutgoingEvent(std::string_view topic, std::span<const std::uint8_t> payload,
+                std::vector<std::uint8_t>* owned = nullptr)
+      : topic_(topic), payload_(payload), owned_(owned) {}
   /// An event that already has its Body.
   explicit OutgoingEvent(BodyPtr body)
       : topic_(body->topic), payload_(body->payload), body_(std::move(body)) {}
@@ -39,7 +42,10 @@ class OutgoingEvent {
   /// The shared Body (copies the bytes on the first call).
   const BodyPtr& body() {
     if (!body_) {
-      body_ = std::make_shared<Body>(Body{std::string(topic_), {payload_.begin(), payload_.end()}});
+      body_ = owned_ ? std::make_shared<Body>(Body{std::string(topic_), std::move(*owned_)})
+                     : std::make_shared<Body>(Body{std::string(topic_), {payload_.begin(), payload_.end()}});
+      payload_ = body_->payload;  // the same bytes (a moved vector keeps its buffer)
+      owned_ = nullptr;
     }
     return body_;
   }
@@ -47,6 +53,7 @@ class OutgoingEvent {
  private:
   std::string_view topic_;
   std::span<const std::uint8_t> payload_;
+  std::vector<std::uint8_t>* owned_ = nullptr;
   BodyPtr body_;
 };
 

@@ -53,6 +53,10 @@ class Transport {
   /// send() for arguments already encoded as an event payload (detail::pack_event).
   virtual void send_packed(const SendTarget& target, std::string_view event,
                            std::span<const std::uint8_t> payload) = 0;
+  /// send_packed() of a payload the transport may keep (a large one: no copy).
+  virtual void send_owned(const SendTarget& target, std::string_view event, std::vector<std::uint8_t>&& payload) {
+    send_packed(target, event, payload);
+  }
   /// Connected peers, by node id.
   virtual std::vector<PeerInfo> peers() const = 0;
   /// Counters since it started.

@@ -325,3 +325,44 @@ TEST_CASE("frame: a bye carries its reason and whether retrying could help", "[f
   CHECK(mesh::decode_bye(Bytes(100000, 0x91)).reason == "no reason given");
   CHECK(mesh::decode_bye(mesh::encode_bye(std::string(5000, 'r'))).reason.size() == 1024);
 }
+
+TEST_CASE("frames: the rest of a large payload is read into it directly, a small or huge one is copied",
+          "[frame]") {
+  Bytes payload(200000);
+  for (std::size_t i = 0; i < payload.size(); ++i) {
+    payload[i] = static_cast<std::uint8_t>(i * 7);
+  }
+  const auto wire = mesh::encode(make_frame(mesh::FrameType::event, "task.big", payload, 3));
+  mesh::FrameDecoder decoder(1 << 20);
+  // The header, the topic and 1000 payload bytes arrive through the read buffer.
+  const std::size_t first = mesh::kHeaderSize + 8 + 1000;
+  REQUIRE(decoder.feed(std::span(wire).first(first)).frames.empty());
+  CHECK(decoder.payload_tail(300000, 1 << 20).empty());  // less than that is missing
+  CHECK(decoder.payload_tail(64 * 1024, 100000).empty());  // the payload is above the direct limit
+  std::size_t at = first;
+  while (true) {
+    auto tail = decoder.payload_tail(64 * 1024, 1 << 20);
+    REQUIRE(!tail.empty());
+    CHECK(tail.size() == wire.size() - at);
+    const std::size_t n = std::min<std::size_t>(tail.size(), 70000);  // a short read
+    std::copy_n(wire.begin() + static_cast<std::ptrdiff_t>(at), n, tail.begin());
+    at += n;
+    auto result = decoder.filled(n);
+    REQUIRE(!result.error);
+    if (at == wire.size()) {
+      REQUIRE(result.frames.size() == 1);
+      CHECK(result.frames[0].topic == "task.big");
+      CHECK(result.frames[0].seq == 3);
+      CHECK(result.frames[0].payload == payload);
+      break;
+    }
+    CHECK(result.frames.empty());
+    CHECK(decoder.buffered() == at);
+  }
+  // Afterwards the decoder reads whole frames from the read buffer again.
+  CHECK(decoder.payload_tail(1, 1 << 20).empty());
+  const auto small = mesh::encode(make_frame(mesh::FrameType::event, "task.s", {1, 2, 3}));
+  auto again = decoder.feed(small);
+  REQUIRE(again.frames.size() == 1);
+  CHECK(again.frames[0].payload == Bytes{1, 2, 3});
+}

@@ -466,3 +466,25 @@ TEST_CASE("mesh: handled events are acknowledged with no further traffic to ride
   CHECK(p.a->stats().acked == 10);
   CHECK(p.b->stats().sent == 0);
 }
+
+TEST_CASE("mesh: a large payload handed over whole (send_owned) and one read straight into its frame arrive intact",
+          "[mesh][big]") {
+  Pair p({tcp_listener(), tcp_listener()});
+  p.a->wait_ready();
+  p.b->wait_ready();
+  std::vector<std::uint8_t> blob(3 << 20);
+  for (std::size_t i = 0; i < blob.size(); ++i) {
+    blob[i] = static_cast<std::uint8_t>(i * 31 + 7);
+  }
+  const auto payload = ditask::detail::codec::encode_event_args(ditask::EventArgs::from(blob));
+  for (int i = 0; i < 4; ++i) {
+    auto copy = payload;
+    p.a->send_owned(mesh::SendTarget::all(), "big", std::move(copy));
+  }
+  p.a->send_packed(mesh::SendTarget::all(), "big", payload);
+  auto got = p.in_b.wait_for("big", 5);
+  REQUIRE(got.size() == 5);
+  for (const auto& e : got) {
+    CHECK(e.unpacked().get<std::vector<std::uint8_t>>(0) == blob);
+  }
+}
