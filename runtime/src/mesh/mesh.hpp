@@ -24,6 +24,7 @@
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include "../remote_event.hpp"
 #include "address.hpp"
@@ -103,6 +104,17 @@ class Mesh final : public Transport, public Link::Owner {
     std::shared_ptr<Link> link;
     Hello hello;
   };
+  /// What an emit needs to route without the mesh's lock: the joined peers. Immutable; the io
+  /// thread publishes a new one (publish_routes_locked) whenever a peer joins or leaves.
+  struct Routes {
+    struct Peer {
+      std::int64_t node = 0;
+      std::shared_ptr<Link> link;
+      std::set<std::string> labels;
+    };
+    std::vector<Peer> peers;     ///< by node id
+    bool early_pending = false;  ///< an expected peer never joined: its events wait (the locked path)
+  };
 
   void open_listener();
   void accept_next();
@@ -152,6 +164,15 @@ class Mesh final : public Transport, public Link::Owner {
   /// "node N (address)", or the address while the node id is unknown.
   static std::string name_of(const Dest& d);
   bool ready_locked() const;
+  // Publishes routes_ from joined_ and dests_. Caller holds mutex_.
+  void publish_routes_locked();
+  // Routes `target` from routes_ without the lock into `links`; false when the locked path must
+  // decide (an expected peer not joined yet, or a node that is not a joined peer).
+  bool route_fast(const SendTarget& target, std::optional<std::int64_t> want,
+                  boost::container::small_vector<std::shared_ptr<Link>, 8>& links) const;
+  // Throws when the event is larger than what one of `links` accepts.
+  static void check_frame_limits(const boost::container::small_vector<std::shared_ptr<Link>, 8>& links,
+                                 std::string_view event, std::size_t size);
   bool refused_locked() const;       // an expected peer can never join
   bool is_hub() const noexcept;
   /// True the first time `what` is asked about (keeps repeated refusals out of the log).
@@ -182,6 +203,7 @@ class Mesh final : public Transport, public Link::Owner {
   bool stopping_ = false;
   bool shut_down_ = false;
   std::set<std::string> logged_;
+  std::atomic<std::shared_ptr<const Routes>> routes_;  // written under mutex_, read by any thread
 
   std::mutex sink_mutex_;               // guards the three below
   Sink sink_;

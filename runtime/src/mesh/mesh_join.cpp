@@ -279,6 +279,7 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
         other.joined_ever = true;
       }
     }
+    publish_routes_locked();
     if (ready_locked()) {
       ready_changed_.notify_all();
     }
@@ -371,6 +372,7 @@ void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reaso
         redial_why = d.last_error.empty() ? reason : d.last_error;
       }
     }
+    publish_routes_locked();
     if (refused_locked()) {
       ready_changed_.notify_all();
     }

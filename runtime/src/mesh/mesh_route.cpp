@@ -283,7 +283,10 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   const std::optional<std::int64_t> want = hub ? hub : target.node;
   // On the stack for the usual handful of peers: send() is emit's hot path.
   boost::container::small_vector<std::shared_ptr<Link>, 8> links;
-  {
+  if (route_fast(target, want, links)) {
+    check_frame_limits(links, event, size);
+  } else {
+    links.clear();
     std::unique_lock lock(mutex_);
     boost::container::small_vector<Dest*, 8> early;
     bool found = false;
@@ -318,14 +321,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
                       std::to_string(settings_.node_id),
                   hint);
     }
-    for (const auto& link : links) {
-      const auto limit = link->hello()->max_frame_bytes;
-      if (size > limit) {
-        throw Error("event '" + std::string(event) + "' is " + std::to_string(size) + " bytes, more than " +
-                        link->peer() + " accepts (" + std::to_string(limit) + " bytes, its --max-frame-bytes)",
-                    "send smaller events or raise --max-frame-bytes on the receiving workers");
-      }
-    }
+    check_frame_limits(links, event, size);
     if (!early.empty() && size > settings_.max_frame_bytes) {
       throw Error("event '" + std::string(event) + "' is " + std::to_string(size) +
                       " bytes, more than --max-frame-bytes (" + std::to_string(settings_.max_frame_bytes) + ")",
@@ -396,6 +392,42 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
     }
     hand_over({std::move(e)});
   }
+}
+
+void Mesh::check_frame_limits(const boost::container::small_vector<std::shared_ptr<Link>, 8>& links,
+                              std::string_view event, std::size_t size) {
+  for (const auto& link : links) {
+    const auto limit = link->hello()->max_frame_bytes;
+    if (size > limit) {
+      throw Error("event '" + std::string(event) + "' is " + std::to_string(size) + " bytes, more than " +
+                      link->peer() + " accepts (" + std::to_string(limit) + " bytes, its --max-frame-bytes)",
+                  "send smaller events or raise --max-frame-bytes on the receiving workers");
+    }
+  }
+}
+
+void Mesh::publish_routes_locked() {
+  auto routes = std::make_shared<Routes>();
+  for (const auto& [node, j] : joined_) {
+    routes->peers.push_back(Routes::Peer{node, j.link, j.hello.labels});
+  }
+  routes->early_pending = std::any_of(dests_.begin(), dests_.end(), [](const Dest& d) { return !d.joined_ever; });
+  routes_.store(std::move(routes));
+}
+
+bool Mesh::route_fast(const SendTarget& target, std::optional<std::int64_t> want,
+                      boost::container::small_vector<std::shared_ptr<Link>, 8>& links) const {
+  const auto routes = routes_.load();
+  if (!routes || routes->early_pending) {
+    return false;
+  }
+  for (const auto& peer : routes->peers) {
+    if ((want && peer.node != *want) || (!target.label.empty() && !labels_match(peer.labels, target.label))) {
+      continue;
+    }
+    links.push_back(peer.link);
+  }
+  return !(target.node && links.empty());  // not a joined peer: the locked path tells why
 }
 
 bool Mesh::refused_locked() const {
