@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "mesh_support.hpp"
 #include "run_ditask.hpp"
 
 using namespace std::chrono_literals;
@@ -50,14 +51,7 @@ std::map<long, WorkerView> by_node(const std::string& out) {
   return views;
 }
 
-/// "tcp://127.0.0.1:4242" -> 4242 (0 when the address is not of that form).
-long tcp_port(const std::string& url) {
-  const std::string prefix = "tcp://127.0.0.1:";
-  if (url.rfind(prefix, 0) != 0) {
-    return 0;
-  }
-  return std::strtol(url.c_str() + prefix.size(), nullptr, 10);
-}
+using mesh::tcp_port;  // "tcp://127.0.0.1:4242" -> 4242
 
 std::map<long, WorkerView> run_echo_env(std::vector<std::string> args, Env env = {}) {
   std::vector<std::string> full = {"--package", module_path("echo_env")};

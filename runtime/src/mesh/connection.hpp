@@ -181,8 +181,6 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   void arm_ack_timer();
   // Called with mutex_ held: an ack is due (handled events not acknowledged yet).
   bool ack_due_locked() const noexcept;
-  // ack_due_locked() without the lock (may be a moment behind). Any thread.
-  bool ack_due() const noexcept;
 
   Socket socket_;
   const int fd_;  // socket_'s descriptor, for inline writes; closed only after they ended
@@ -212,6 +210,7 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   bool inline_writing_ = false;         // an emitting thread is writing (the socket stays open)
   bool close_pending_ = false;          // closed during an inline write: its writer closes the socket
   bool ack_wanted_ = false;             // an ack-only write was asked for while the token was taken
+  bool bye_written_ = false;            // our bye went out: no frame (no ack) may follow it
   std::uint64_t ack_sent_ = 0;          // the last seq acknowledged in a written batch
   int waiters_ = 0;                     // threads waiting on changed_
   bool closed_ = false;

@@ -32,7 +32,9 @@ void Link::delivered(std::uint64_t seq, std::size_t bytes) noexcept {
   const bool resume = read_paused_.load() && before - bytes <= inbound_limit_ / 2;
   // Usually no wake-up: the ack rides on the next frame written, or the io thread's ack timer
   // sends it. At once only while the peer waits for it, or after a long stream.
-  const bool ack_now = ack_eager_.load(std::memory_order_relaxed) ||
+  // seq_cst, as the io thread's ack_eager_ store and delivered_seq_ load: one of the two sides
+  // sees the other's write, so a waiting peer's ack is never left to the timer.
+  const bool ack_now = ack_eager_.load() ||
                        watermark >= ack_sent_seen_.load(std::memory_order_relaxed) + kAckEvery;
   if (resume || (ack_now && !ack_scheduled_.exchange(true))) {
     try {
@@ -56,12 +58,10 @@ void Link::done(std::uint64_t seq, std::size_t bytes, bool handled) noexcept {
 
 bool Link::ack_due_locked() const noexcept { return delivered_seq_.load() > ack_sent_; }
 
-bool Link::ack_due() const noexcept { return delivered_seq_.load() > ack_sent_seen_.load(); }
-
 void Link::send_ack() {
   ack_scheduled_ = false;
   std::unique_lock lock(mutex_);
-  if (closed_ || !ack_due_locked()) {
+  if (closed_ || bye_written_ || !ack_due_locked()) {  // nothing may follow our bye
     return;
   }
   if (write_active_) {
@@ -72,14 +72,14 @@ void Link::send_ack() {
 }
 
 void Link::arm_ack_timer() {
-  if (ack_timer_armed_) {
+  if (ack_timer_armed_ || closed_here_) {  // a closed link's timer would only keep it alive
     return;
   }
   ack_timer_armed_ = true;
   ack_timer_.expires_after(kAckDelay);
   ack_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     self->ack_timer_armed_ = false;
-    if (ec) {
+    if (ec || self->closed_here_) {  // cancelled, or closed after this tick was queued
       return;
     }
     // Acks that rode on frames since the last tick will ride on the next ones too: wait a tick.
@@ -88,8 +88,15 @@ void Link::arm_ack_timer() {
       self->send_ack();
     }
     self->ack_sent_at_tick_ = sent;
-    if (self->received_seq_ > self->delivered_seq_.load() || self->ack_due()) {
-      self->arm_ack_timer();  // some are still with the handlers, or not acknowledged yet
+    bool again = false;
+    {
+      std::lock_guard lock(self->mutex_);
+      // Some are still with the handlers, or not acknowledged yet (and still may be).
+      again = !self->closed_ && !self->bye_written_ &&
+              (self->received_seq_ > self->delivered_seq_.load() || self->ack_due_locked());
+    }
+    if (again) {
+      self->arm_ack_timer();
     }
   });
 }

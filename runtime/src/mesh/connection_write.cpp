@@ -31,7 +31,7 @@ void Link::schedule_write_locked(std::unique_lock<std::mutex>& lock) {
 bool Link::take_batch_locked() {
   writing_.clear();
   ack_wanted_ = false;
-  if (ack_due_locked()) {  // acks overtake queued events: they only tell the peer what it may forget
+  if (!bye_written_ && ack_due_locked()) {  // acks overtake queued events: they only tell the peer what it may forget
     ack_sent_ = delivered_seq_.load();
     ack_sent_seen_ = ack_sent_;
     writing_.push_back(make_out(FrameType::ack, 0, ack_sent_, 0, nullptr));
@@ -236,6 +236,7 @@ bool Link::finish_batch(bool& sent_bye) {
     for (auto& out : writing_) {
       queued_bytes_ -= out.event_bytes;
       sent_bye = sent_bye || out.type == FrameType::bye;
+      bye_written_ = bye_written_ || out.type == FrameType::bye;
       if (!out.frames.empty() && spare_.size() < kSpareBuffers && out.frames.capacity() <= 2 * kFramesChunk) {
         out.frames.clear();
         spare_.push_back(std::move(out.frames));

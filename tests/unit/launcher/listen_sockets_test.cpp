@@ -13,6 +13,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "worker_options.hpp"
+
 #include "fixtures.hpp"
 
 #include "ditask/error.hpp"
@@ -27,12 +29,7 @@ using ditask::launcher::Plan;
 
 namespace {
 
-Options workers(std::int64_t n) {
-  Options o;
-  o.package = "./libfoo.so";
-  o.parallel_workers = n;
-  return o;
-}
+using ditask::test::workers;
 
 int port_of(const std::string& listen) { return std::stoi(listen.substr(listen.rfind(':') + 1)); }
 

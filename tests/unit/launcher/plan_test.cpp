@@ -8,6 +8,8 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include "worker_options.hpp"
 #include <nlohmann/json.hpp>
 
 #include "ditask/error.hpp"
@@ -27,12 +29,7 @@ namespace {
 using Strings = std::vector<std::string>;
 using Ints = std::vector<std::int64_t>;
 
-Options workers(std::int64_t n) {
-  Options o;
-  o.package = "./libfoo.so";
-  o.parallel_workers = n;
-  return o;
-}
+using ditask::test::workers;
 
 Plan wired(const Options& options, const std::string& run_id = "RUN") {
   Plan plan = plan_layout(options, run_id);

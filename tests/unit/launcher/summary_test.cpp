@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "wait_status.hpp"
+
 #include "ditask/launcher/options.hpp"
 
 using Catch::Matchers::Contains;
@@ -21,8 +23,8 @@ using ditask::launcher::StopCause;
 namespace {
 
 /// Raw wait statuses as waitpid() reports them (Linux layout).
-constexpr int exited(int code) { return code << 8; }
-constexpr int killed(int sig) { return sig; }
+using ditask::test::exited;
+using ditask::test::killed;
 
 Failure failure(std::int64_t node, pid_t pid, int status, int attempt = 0) {
   Failure f;

@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "wait_status.hpp"
+
 using namespace std::chrono_literals;
 using ditask::launcher::AttemptEnd;
 using ditask::launcher::ProcessSpawner;
@@ -23,8 +25,8 @@ using ditask::launcher::Timers;
 
 namespace {
 
-constexpr int exited(int code) { return code << 8; }
-constexpr int killed(int sig) { return sig; }
+using ditask::test::exited;
+using ditask::test::killed;
 
 /// Time that passes only when the test says so.
 class FakeClock final : public Timers {

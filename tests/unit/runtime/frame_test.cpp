@@ -53,7 +53,7 @@ Bytes header_with(std::size_t offset, std::uint8_t value) {
   return h;
 }
 
-std::string error_of(const Bytes& stream, std::size_t max = 1024) {
+std::string frame_error_of(const Bytes& stream, std::size_t max = 1024) {
   mesh::FrameDecoder d(max);
   auto r = d.feed(stream);
   CHECK(r.frames.empty());
@@ -175,14 +175,14 @@ TEST_CASE("a two-frame stream decodes the same at every split point", "[mesh][fr
 }
 
 TEST_CASE("the decoder names what is wrong with a bad header", "[mesh][frame]") {
-  CHECK(error_of(header_with(0, 'X')) == "bad magic 0x4b535458 (not a ditask peer?)");
-  CHECK(error_of(header_with(4, 1)) == "unsupported wire version 1 (this build speaks 2)");
-  CHECK(error_of(header_with(5, 99)) == "unknown frame type 99");
-  CHECK(error_of(header_with(5, 0)) == "unknown frame type 0");
-  CHECK(error_of(header_with(27, 1)) == "nonzero reserved header field 0x100");
+  CHECK(frame_error_of(header_with(0, 'X')) == "bad magic 0x4b535458 (not a ditask peer?)");
+  CHECK(frame_error_of(header_with(4, 1)) == "unsupported wire version 1 (this build speaks 2)");
+  CHECK(frame_error_of(header_with(5, 99)) == "unknown frame type 99");
+  CHECK(frame_error_of(header_with(5, 0)) == "unknown frame type 0");
+  CHECK(frame_error_of(header_with(27, 1)) == "nonzero reserved header field 0x100");
   // An HTTP client on the mesh port.
   // An HTTP client on the mesh port is refused after 4 bytes, without waiting for a whole header.
-  CHECK(error_of(bytes_of("GET ")) == "bad magic 0x20544547 (not a ditask peer?)");
+  CHECK(frame_error_of(bytes_of("GET ")) == "bad magic 0x20544547 (not a ditask peer?)");
   mesh::FrameDecoder d(1024);
   CHECK_FALSE(d.feed(bytes_of("DTS")).error);
   CHECK(d.feed(bytes_of("k")).error == "bad magic 0x6b535444 (not a ditask peer?)");

@@ -45,7 +45,7 @@ json sample_map() { return json::from_msgpack(mesh::encode_hello(sample())); }
 Bytes pack(const json& j) { return json::to_msgpack(j); }
 
 /// decode_hello's error text, or "<no error>"; fails the test for any other exception type.
-std::string error_of(std::span<const std::uint8_t> payload) {
+std::string hello_error_of(std::span<const std::uint8_t> payload) {
   try {
     (void)mesh::decode_hello(payload);
   } catch (const ditask::Error& e) {
@@ -54,7 +54,7 @@ std::string error_of(std::span<const std::uint8_t> payload) {
   return "<no error>";
 }
 
-std::string map_error(const json& j) { return error_of(pack(j)); }
+std::string map_error(const json& j) { return hello_error_of(pack(j)); }
 
 /// A map {"v": 1, "n": 0, "i": 1, "m": 1, "x": <raw>} with `raw` spliced in as the value of "x".
 Bytes with_raw_value(const Bytes& raw) {
@@ -282,26 +282,26 @@ TEST_CASE("hello: fields exactly at their limits pass", "[mesh][hello]") {
 }
 
 TEST_CASE("hello: a payload that is not a map is refused", "[mesh][hello]") {
-  CHECK(error_of(Bytes{}) == "malformed hello: not valid MessagePack (at byte 1)");
-  CHECK(error_of(Bytes{0xc0}) == "malformed hello: expected a map, got nil");
-  CHECK(error_of(Bytes{0x07}) == "malformed hello: expected a map, got unsigned integer");
-  CHECK(error_of(Bytes{0xa1, 'x'}) == "malformed hello: expected a map, got string");
-  CHECK(error_of(Bytes{0x91, 0x80}) == "malformed hello: expected a map, got array");
-  CHECK(error_of(Bytes{0xc1}) == "malformed hello: not valid MessagePack (at byte 1)");
+  CHECK(hello_error_of(Bytes{}) == "malformed hello: not valid MessagePack (at byte 1)");
+  CHECK(hello_error_of(Bytes{0xc0}) == "malformed hello: expected a map, got nil");
+  CHECK(hello_error_of(Bytes{0x07}) == "malformed hello: expected a map, got unsigned integer");
+  CHECK(hello_error_of(Bytes{0xa1, 'x'}) == "malformed hello: expected a map, got string");
+  CHECK(hello_error_of(Bytes{0x91, 0x80}) == "malformed hello: expected a map, got array");
+  CHECK(hello_error_of(Bytes{0xc1}) == "malformed hello: not valid MessagePack (at byte 1)");
   // A map key must be a string.
-  CHECK(error_of(Bytes{0x81, 0x01, 0x02}) == "malformed hello: not valid MessagePack (at byte 2)");
+  CHECK(hello_error_of(Bytes{0x81, 0x01, 0x02}) == "malformed hello: not valid MessagePack (at byte 2)");
 }
 
 TEST_CASE("hello: every truncation and any trailing byte is refused", "[mesh][hello]") {
   const auto bytes = mesh::encode_hello(sample());
   for (std::size_t n = 0; n < bytes.size(); ++n) {
     INFO("prefix of " << n << " bytes");
-    CHECK(error_of(std::span(bytes).first(n)).rfind("malformed hello: not valid MessagePack", 0) ==
+    CHECK(hello_error_of(std::span(bytes).first(n)).rfind("malformed hello: not valid MessagePack", 0) ==
           0);
   }
   auto longer = bytes;
   longer.push_back(0xc0);
-  CHECK(error_of(longer) ==
+  CHECK(hello_error_of(longer) ==
         "malformed hello: not valid MessagePack (at byte " + std::to_string(longer.size()) + ")");
 }
 
@@ -309,11 +309,11 @@ TEST_CASE("hello: duplicate keys are refused", "[mesh][hello]") {
   Bytes raw = pack(json{{"i", 1}, {"m", 1}, {"n", 0}, {"v", 1}});
   raw[0] = 0x85;
   raw.insert(raw.end(), {0xa1, 'n', 0x05});
-  CHECK(error_of(raw) == "malformed hello: duplicate key 'n'");
+  CHECK(hello_error_of(raw) == "malformed hello: duplicate key 'n'");
   raw = with_raw_value({0xc0});
   raw.insert(raw.end(), {0xa2, 'x', 0x0a, 0xc0, 0xa2, 'x', 0x0a, 0xc0});
   raw[0] = 0x87;
-  CHECK(error_of(raw) == "malformed hello: duplicate key 'x\\x0a'");
+  CHECK(hello_error_of(raw) == "malformed hello: duplicate key 'x\\x0a'");
 }
 
 TEST_CASE("hello: unknown keys are ignored whatever they hold", "[mesh][hello]") {
@@ -338,13 +338,13 @@ TEST_CASE("hello: huge declared lengths are refused without allocating them", "[
       {0xdf, 0xff, 0xff, 0xff, 0xff, 0xa1, 'k', 0xc0},
   };
   for (const auto& claim : claims) {
-    CHECK(error_of(with_raw_value(claim)).rfind("malformed hello: not valid MessagePack", 0) == 0);
+    CHECK(hello_error_of(with_raw_value(claim)).rfind("malformed hello: not valid MessagePack", 0) == 0);
   }
   const Bytes top_map32{0xdf, 0xff, 0xff, 0xff, 0xff, 0xa1, 'v', 0x01};
-  CHECK(error_of(top_map32).rfind("malformed hello: not valid MessagePack", 0) == 0);
+  CHECK(hello_error_of(top_map32).rfind("malformed hello: not valid MessagePack", 0) == 0);
 
   Bytes big(mesh::kMaxHelloBytes + 1, 0xc0);
-  CHECK(error_of(big) ==
+  CHECK(hello_error_of(big) ==
         "malformed hello: payload of 131073 bytes exceeds the limit of "
         "131072 bytes");
 }
@@ -362,16 +362,16 @@ TEST_CASE("hello: deep nesting is refused before it can exhaust the stack", "[me
     return raw;
   };
   const std::string too_deep = "malformed hello: nested deeper than 32 levels";
-  CHECK(error_of(with_raw_value(nested(100'000, 0x91))) == too_deep);
-  CHECK(error_of(with_raw_value(nested(1'000'000, 0x81))).find("exceeds the limit") !=
+  CHECK(hello_error_of(with_raw_value(nested(100'000, 0x91))) == too_deep);
+  CHECK(hello_error_of(with_raw_value(nested(1'000'000, 0x81))).find("exceeds the limit") !=
         std::string::npos);
-  CHECK(error_of(with_raw_value(nested(30'000, 0x81))) == too_deep);
+  CHECK(hello_error_of(with_raw_value(nested(30'000, 0x81))) == too_deep);
   // The top map is level 1, so an unknown key may hold 31 more levels.
   CHECK_NOTHROW(mesh::decode_hello(with_raw_value(nested(31, 0x91))));
-  CHECK(error_of(with_raw_value(nested(32, 0x91))) == too_deep);
-  CHECK(error_of(with_raw_value(nested(32, 0x81))) == too_deep);
+  CHECK(hello_error_of(with_raw_value(nested(32, 0x91))) == too_deep);
+  CHECK(hello_error_of(with_raw_value(nested(32, 0x81))) == too_deep);
   // A top-level array is refused before its first element.
-  CHECK(error_of(nested(1'000, 0x91)) == "malformed hello: expected a map, got array");
+  CHECK(hello_error_of(nested(1'000, 0x91)) == "malformed hello: expected a map, got array");
 }
 
 TEST_CASE("hello: random and mutated bytes only ever raise ditask::Error", "[mesh][hello]") {

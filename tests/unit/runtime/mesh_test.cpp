@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,8 @@
 #include "fixtures.hpp"
 #include "mesh_fixture.hpp"
 #include "mesh/address.hpp"
+#include "mesh/connection.hpp"
+#include "mesh/link_limits.hpp"
 #include "mesh/mesh.hpp"
 #include "mesh/settings.hpp"
 #include "codec/envelope.hpp"
@@ -487,4 +490,125 @@ TEST_CASE("mesh: a large payload handed over whole (send_owned) and one read str
   for (const auto& e : got) {
     CHECK(e.unpacked().get<std::vector<std::uint8_t>>(0) == blob);
   }
+}
+
+namespace {
+
+/// A Link over one end of a socketpair, with the test holding the other end (`peer`). The Owner
+/// records what the link hands over; `deliver` acknowledges each event at once (as a dispatcher
+/// that ran its handlers), otherwise events stay unhandled; a bye closes the link, as the mesh does.
+struct LoneLink final : mesh::Link::Owner {
+  boost::asio::io_context io;
+  int peer = -1;
+  bool deliver;
+  std::shared_ptr<mesh::Link> link;
+  std::mutex mutex;
+  std::condition_variable changed;
+  int events = 0;               // guarded by mutex
+  std::optional<std::string> closed;  // guarded by mutex: on_closed's reason
+
+  explicit LoneLink(bool deliver_events) : deliver(deliver_events) {
+    int fds[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+    peer = fds[1];
+    mesh::Socket socket(io, boost::asio::generic::stream_protocol(AF_UNIX, SOCK_STREAM), fds[0]);
+    link = std::make_shared<mesh::Link>(std::move(socket), "peer", false, "", *this, 1 << 20, 1 << 20, 10s);
+    link->start();
+    link->stop_hello_timer();  // no handshake here: only frames
+  }
+  ~LoneLink() override {
+    if (peer >= 0) {
+      ::close(peer);
+    }
+  }
+  void on_frame(const std::shared_ptr<mesh::Link>& l, mesh::Frame&& frame) override {
+    if (frame.type == mesh::FrameType::bye) {
+      l->close_here("bye");
+      return;
+    }
+    if (frame.type == mesh::FrameType::event) {
+      if (deliver) {
+        l->done(frame.seq, frame.topic.size() + frame.payload.size(), true);
+      }
+      std::lock_guard lock(mutex);
+      ++events;
+      changed.notify_all();
+    }
+  }
+  void on_read_batch_end(const std::shared_ptr<mesh::Link>&) override {}
+  void on_closed(const std::shared_ptr<mesh::Link>&, const std::string& reason, std::uint64_t) override {
+    std::lock_guard lock(mutex);
+    closed = reason;
+    changed.notify_all();
+  }
+  void on_acked(std::uint64_t) override {}
+  void on_unhandled() override {}
+
+  /// Writes `frames` to the link in one write.
+  void send(const std::vector<mesh::Frame>& frames) const {
+    std::vector<std::uint8_t> bytes;
+    for (const auto& f : frames) {
+      const auto one = mesh::encode(f);
+      bytes.insert(bytes.end(), one.begin(), one.end());
+    }
+    REQUIRE(::write(peer, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  }
+};
+
+mesh::Frame event_frame(std::uint64_t seq) {
+  return mesh::Frame{mesh::FrameType::event, 0, 1, seq, "task.x",
+                     ditask::detail::codec::encode_event_args(ditask::EventArgs::from(1))};
+}
+
+mesh::Frame bye_frame() { return mesh::Frame{mesh::FrameType::bye, 0, 0, 0, "", mesh::encode_bye("bye")}; }
+
+}  // namespace
+
+TEST_CASE("link: events read together with the peer's bye leave no ack timer behind on the closed link",
+          "[mesh][ack]") {
+  LoneLink t(/*deliver_events=*/false);
+  std::weak_ptr<mesh::Link> weak = t.link;
+  t.link.reset();
+  t.send({event_frame(1), event_frame(2), bye_frame()});
+  // The link closes on the bye; afterwards nothing may be left for the io thread to do (an armed
+  // ack timer would re-arm for ever, as the two events are never handled, and keep the link).
+  t.io.run_for(20s);
+  CHECK(t.io.stopped());
+  CHECK(t.closed == std::optional<std::string>("bye"));
+  CHECK(weak.expired());
+}
+
+TEST_CASE("link: after its bye a leaving link writes no ack, and lingers until the peer closes", "[mesh][ack]") {
+  LoneLink t(/*deliver_events=*/true);
+  std::thread io([&] { t.io.run(); });
+  t.link->leave("bye", "bye", 20s);
+  // The bye arrives, then the write side is shut: read up to the end of the stream's bye.
+  mesh::FrameDecoder decoder(1 << 20);
+  bool got_bye = false;
+  while (!got_bye) {
+    std::uint8_t chunk[4096];
+    const ssize_t n = ::read(t.peer, chunk, sizeof chunk);
+    REQUIRE(n > 0);
+    for (const auto& f : decoder.feed(std::span<const std::uint8_t>(chunk, static_cast<std::size_t>(n))).frames) {
+      got_bye = got_bye || f.type == mesh::FrameType::bye;
+    }
+  }
+  // An event that crossed the bye is handled; its ack must not be written after the bye (the
+  // write would fail and close the link at once instead of lingering for the peer's close).
+  t.send({event_frame(1)});
+  {
+    std::unique_lock lock(t.mutex);
+    REQUIRE(t.changed.wait_for(lock, 20s, [&] { return t.events == 1; }));
+    // Long enough for the ack timer to fire a few times (it is what would write the ack).
+    t.changed.wait_for(lock, mesh::link_limits::kAckDelay * 6, [&] { return t.closed.has_value(); });
+    CHECK_FALSE(t.closed.has_value());
+  }
+  ::shutdown(t.peer, SHUT_WR);  // the peer's end of the stream: now the link closes
+  {
+    std::unique_lock lock(t.mutex);
+    REQUIRE(t.changed.wait_for(lock, 20s, [&] { return t.closed.has_value(); }));
+    CHECK(*t.closed == "bye");
+  }
+  t.link.reset();
+  io.join();
 }

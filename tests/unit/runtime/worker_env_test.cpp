@@ -34,7 +34,7 @@ Env without(Env env, const std::string& key) {
   return env;
 }
 
-ditask::Error error_of(const Env& env) {
+ditask::Error env_error_of(const Env& env) {
   try {
     ditask::parse_worker_env(env);
   } catch (const ditask::Error& e) {
@@ -119,36 +119,36 @@ TEST_CASE("every contract variable is read", "[worker]") {
 
 TEST_CASE("required variables are named when missing or empty", "[worker]") {
   for (const char* key : {"DITASK_NODE_ID", "DITASK_PACKAGE", "DITASK_MAIN"}) {
-    auto e = error_of(without(kMinimal, key));
+    auto e = env_error_of(without(kMinimal, key));
     CHECK(std::string(e.what()) == std::string(key) + " is not set");
     CHECK_THAT(e.hint(), Contains("never by hand"));
-    CHECK(std::string(error_of(with(kMinimal, key, "")).what()) ==
+    CHECK(std::string(env_error_of(with(kMinimal, key, "")).what()) ==
           std::string(key) + " is not set");
   }
 }
 
 TEST_CASE("malformed numbers are refused with the bad value", "[worker]") {
-  CHECK(std::string(error_of(with(kMinimal, "DITASK_NODE_ID", "abc")).what()) ==
+  CHECK(std::string(env_error_of(with(kMinimal, "DITASK_NODE_ID", "abc")).what()) ==
         "invalid DITASK_NODE_ID='abc': expected an integer >= 0");
-  CHECK(std::string(error_of(with(kMinimal, "DITASK_NODE_ID", "-1")).what()) ==
+  CHECK(std::string(env_error_of(with(kMinimal, "DITASK_NODE_ID", "-1")).what()) ==
         "invalid DITASK_NODE_ID='-1': expected an integer >= 0");
-  CHECK(std::string(error_of(with(kMinimal, "DITASK_NODE_ID", "3x")).what()) ==
+  CHECK(std::string(env_error_of(with(kMinimal, "DITASK_NODE_ID", "3x")).what()) ==
         "invalid DITASK_NODE_ID='3x': expected an integer >= 0");
-  CHECK(std::string(error_of(with(kMinimal, "DITASK_PARALLEL_WORKERS", "0")).what()) ==
+  CHECK(std::string(env_error_of(with(kMinimal, "DITASK_PARALLEL_WORKERS", "0")).what()) ==
         "invalid DITASK_PARALLEL_WORKERS='0': expected an integer >= 1");
-  CHECK(std::string(error_of(with(kMinimal, "DITASK_ATTEMPT", "x")).what()) ==
+  CHECK(std::string(env_error_of(with(kMinimal, "DITASK_ATTEMPT", "x")).what()) ==
         "invalid DITASK_ATTEMPT='x': expected an integer >= 0");
-  CHECK(std::string(error_of(with(kMinimal, "DITASK_LOCAL_ID", "1")).what()) ==
+  CHECK(std::string(env_error_of(with(kMinimal, "DITASK_LOCAL_ID", "1")).what()) ==
         "invalid DITASK_LOCAL_ID='1': expected less than DITASK_PARALLEL_WORKERS=1");
-  CHECK(std::string(error_of(with(kMinimal, "DITASK_WORLD_SIZE", "0")).what()) ==
+  CHECK(std::string(env_error_of(with(kMinimal, "DITASK_WORLD_SIZE", "0")).what()) ==
         "invalid DITASK_WORLD_SIZE='0': expected an integer >= 1");
 }
 
 TEST_CASE("log level and plan are validated", "[worker]") {
-  auto e = error_of(with(kMinimal, "DITASK_LOG_LEVEL", "loud"));
+  auto e = env_error_of(with(kMinimal, "DITASK_LOG_LEVEL", "loud"));
   CHECK(std::string(e.what()) == "invalid DITASK_LOG_LEVEL='loud'");
   CHECK_THAT(e.hint(), Contains("debug"));
-  CHECK_THAT(error_of(with(kMinimal, "DITASK_PLAN", "{not json")).what(),
+  CHECK_THAT(env_error_of(with(kMinimal, "DITASK_PLAN", "{not json")).what(),
              Contains("invalid DITASK_PLAN: "));
 }
 
@@ -160,9 +160,9 @@ TEST_CASE("DITASK_PLAN may name a file holding the plan", "[worker]") {
   const auto w = ditask::parse_worker_env(with(kMinimal, "DITASK_PLAN", path.string()));
   CHECK(w.plan["token"] == "secret");
   std::filesystem::remove(path);
-  CHECK_THAT(error_of(with(kMinimal, "DITASK_PLAN", path.string())).what(),
+  CHECK_THAT(env_error_of(with(kMinimal, "DITASK_PLAN", path.string())).what(),
              Contains("cannot read the DITASK_PLAN file"));
-  CHECK(std::string(error_of(with(kMinimal, "DITASK_PLAN", "[1, 2]")).what()) ==
+  CHECK(std::string(env_error_of(with(kMinimal, "DITASK_PLAN", "[1, 2]")).what()) ==
         "invalid DITASK_PLAN: expected a JSON object");
 }
 
