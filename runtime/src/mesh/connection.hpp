@@ -114,8 +114,8 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   void request_ack();
   /// Events queued or written and not yet acknowledged.
   std::uint64_t unacked() const;
-  /// Waits until everything queued was acknowledged, or until `deadline`; asks the peer (a
-  /// ping) to acknowledge at once. Any thread but io.
+  /// Waits until everything queued was acknowledged, or until `deadline` (call request_ack()
+  /// first, or the ack may wait for the peer's ack timer). Any thread but io.
   bool wait_acked(std::chrono::steady_clock::time_point deadline);
 
   /// The other side, for log lines: its address, then `node N (address)` after the hello.

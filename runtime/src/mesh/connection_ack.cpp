@@ -128,7 +128,6 @@ void Link::request_ack() {
 }
 
 bool Link::wait_acked(std::chrono::steady_clock::time_point deadline) {
-  request_ack();
   std::unique_lock lock(mutex_);
   ++waiters_;
   const bool done = changed_.wait_until(lock, deadline, [&] { return closed_ || acked_seq_ == next_seq_; });
