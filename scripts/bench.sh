@@ -48,6 +48,12 @@
 # command and output and the figure is marked failed; the script then exits 1 at the end.
 # Exits 0 when every run succeeded, whether or not the targets were met.
 #
+# rpc (scripts/bench_rpc.sh): remote calls between 2 workers (64-byte call p50/p99 and calls/s with
+# 1, 8 and 64 in flight, a 1 MiB argument's round trip) beside the mesh's event round trip, its
+# one-way 64-byte event rate and the raw Asio ping-pong from the same run. Options as mesh
+# (--runs, --rounds, --count, --timeout). Targets: call p50 <= 1.2x the event round trip; calls/s
+# with 64 in flight >= 0.3x the one-way event rate.
+#
 # rl: the RL examples' episodes and wall time to solve (scripts/bench_rl.sh; its own options).
 #
 # --no-build skips installing packages, configuring and building (the CTest smoke runs use it).
@@ -65,11 +71,12 @@ usage() {
   echo "       scripts/bench.sh mesh [--runs R] [--rounds N] [--count K] [--big-count K]" \
     "[--fanout-count K] [--workers \"8 32\"] [--protocols \"tcp ipc\"] [--timeout S]" \
     "[--build-dir DIR] [--no-build]" >&2
+  echo "       scripts/bench.sh rpc [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   exit 2
 }
 
 MODE="${1:-}"
-[[ "$MODE" == launch || "$MODE" == mesh ]] || usage
+[[ "$MODE" == launch || "$MODE" == mesh || "$MODE" == rpc ]] || usage
 shift
 BUILD_DIR=build/release
 BUILD=1
@@ -92,12 +99,12 @@ while (($#)); do
     *:--workers) read -r -a WORKERS <<<"${2:?}"; shift 2 ;;
     *:--build-dir) BUILD_DIR="${2:?}"; shift 2 ;;
     *:--no-build) BUILD=0; shift ;;
-    mesh:--rounds) ROUNDS="${2:?}"; shift 2 ;;
-    mesh:--count) COUNT="${2:?}"; shift 2 ;;
+    mesh:--rounds | rpc:--rounds) ROUNDS="${2:?}"; shift 2 ;;
+    mesh:--count | rpc:--count) COUNT="${2:?}"; shift 2 ;;
     mesh:--big-count) BIG_COUNT="${2:?}"; shift 2 ;;
     mesh:--fanout-count) FANOUT_COUNT="${2:?}"; shift 2 ;;
     mesh:--protocols) read -r -a PROTOCOLS <<<"${2:?}"; shift 2 ;;
-    mesh:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
+    mesh:--timeout | rpc:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -113,6 +120,9 @@ if ((BUILD)); then
   if [[ $MODE == launch ]]; then
     install_packages
     TARGETS=(ditask faults ditask_spawn_floor)
+  elif [[ $MODE == rpc ]]; then
+    install_packages "${DITASK_BENCH_PACKAGES[@]}"
+    TARGETS=(ditask bench_mesh bench_rpc ditask_raw_mesh_bench)
   else
     install_packages "${DITASK_BENCH_PACKAGES[@]}"
     TARGETS=(ditask bench_mesh ditask_raw_mesh_bench ditask_zmq_mesh_bench)
@@ -236,5 +246,11 @@ if [[ $MODE == launch ]]; then
 else
   # shellcheck source=scripts/bench_mesh.sh
   source "$(dirname "${BASH_SOURCE[0]}")/bench_mesh.sh"
-  mesh_main
+  if [[ $MODE == rpc ]]; then
+    # shellcheck source=scripts/bench_rpc.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/bench_rpc.sh"
+    rpc_main
+  else
+    mesh_main
+  fi
 fi

@@ -6,6 +6,7 @@
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
 #include "internal_access.hpp"
+#include "rpc/rpc_engine.hpp"
 #include "transport/transport.hpp"
 #include "start_hook.hpp"
 #include "task_impl.hpp"
@@ -85,13 +86,20 @@ void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
   if (!transport) {
     return;
   }
+  auto rpc = std::make_shared<detail::RpcEngine>(
+      transport, detail::RpcEngine::Self{impl_->router.node_id(), detail::RouterAccess::local_meta(impl_->router),
+                                         labels()});
+  rpc->start();
   {
     std::lock_guard lock(impl_->mutex);
     impl_->transport = transport;
+    impl_->rpc = rpc;
   }
+  detail::set_current_rpc_engine(rpc);
   detail::RouterAccess::set_transport(impl_->router, transport);
   Impl* impl = impl_.get();
-  transport->attach([bus, impl](std::vector<detail::RemoteEvent>&& events) {
+  transport->attach([bus, impl, rpc](std::vector<detail::RemoteEvent>&& events) {
+    rpc->take(events);  // remote calls and their replies never reach the bus
     for (const auto& e : events) {
       // A peer's orderly stop ends this node's run() loop too (DI-engine's finish broadcast).
       if (!e.notice && e.event == events::finish) {
@@ -142,9 +150,16 @@ void Task::stop() noexcept { stop_as(std::uncaught_exceptions() > 0); }
 
 void Task::stop_as(bool failing) noexcept {
   std::shared_ptr<detail::Transport> transport;
+  std::shared_ptr<detail::RpcEngine> rpc;
   {
     std::lock_guard lock(impl_->mutex);
     transport = impl_->running ? impl_->transport : nullptr;  // kept until below: handlers may still emit
+    rpc = std::exchange(impl_->rpc, nullptr);
+  }
+  if (rpc) {
+    // Calls in flight fail, served calls end, handles are released, owned objects destroyed.
+    detail::set_current_rpc_engine(nullptr);
+    rpc->stop();
   }
   if (transport) {
     try {

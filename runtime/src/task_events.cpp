@@ -81,8 +81,10 @@ thread_local std::vector<std::uint8_t> t_pack_buffer;  // detail::pack_buffer()
 // (the buffer is refilled from empty by the next emit).
 constexpr std::size_t kGiveAwayFrom = 64 * 1024;
 
-void send_wire(detail::Transport& transport, const detail::SendTarget& target, std::string_view event,
-               const std::vector<std::uint8_t>& wire) {
+}  // namespace
+
+void detail::send_wire(Transport& transport, const SendTarget& target, std::string_view event,
+                       const std::vector<std::uint8_t>& wire) {
   if (&wire == &t_pack_buffer && wire.size() >= kGiveAwayFrom) {
     transport.send_owned(target, event, std::move(t_pack_buffer));
     t_pack_buffer = {};
@@ -90,7 +92,6 @@ void send_wire(detail::Transport& transport, const detail::SendTarget& target, s
     transport.send_packed(target, event, wire);
   }
 }
-}  // namespace
 
 std::vector<std::uint8_t>& detail::pack_buffer() {
   if (t_pack_buffer.capacity() > (1U << 20)) {
@@ -103,7 +104,7 @@ void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wi
                      std::optional<EventArgs> local) {
   auto [bus, transport] = impl_->live_for_emit();
   if (scope != Scope::only_local && transport) {
-    send_wire(*transport, detail::SendTarget::all(), event, wire);
+    detail::send_wire(*transport, detail::SendTarget::all(), event, wire);
   }
   if (scope != Scope::only_remote && !bus->post(std::string(event), std::move(*local))) {
     throw_not_running();
@@ -114,7 +115,7 @@ void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view la
                         std::string_view event, const std::vector<std::uint8_t>& wire) {
   auto [bus, transport] = impl_->live_for_emit();
   if (auto target = target_of(transport != nullptr, node_id, label_pattern, event)) {
-    send_wire(*transport, *target, event, wire);
+    detail::send_wire(*transport, *target, event, wire);
   }
 }
 

@@ -20,6 +20,7 @@ namespace ditask {
 
 namespace detail {
 class Transport;
+class RpcEngine;
 }  // namespace detail
 
 /// The state behind ditask::task(). Split over task.cpp (lifecycle, labels), task_events.cpp and
@@ -38,6 +39,7 @@ struct __attribute__((visibility("hidden"))) Task::Impl {
   StartOptions options;
   std::shared_ptr<detail::EventBus> bus;
   std::shared_ptr<detail::Transport> transport;  // the worker's transport while the task runs, else null
+  std::shared_ptr<detail::RpcEngine> rpc;        // remote calls over it, while the task runs
   std::set<std::string> labels;
   std::set<std::string> roles;
   std::vector<Step> middleware;

@@ -11,6 +11,7 @@
 #include "ditask/middleware.hpp"
 #include "ditask/module.hpp"
 #include "ditask/router.hpp"
+#include "ditask/rpc.hpp"
 #include "ditask/runtime/log.hpp"
 #include "ditask/task.hpp"
 #include "ditask/version.hpp"

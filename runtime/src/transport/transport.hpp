@@ -65,6 +65,11 @@ class Transport {
   virtual void shutdown(bool failed = false) noexcept = 0;
 };
 
+/// Sends an event payload made by detail::pack_event; a large one in this thread's pack buffer
+/// is handed over whole (Transport::send_owned) instead of copied.
+void send_wire(Transport& transport, const SendTarget& target, std::string_view event,
+               const std::vector<std::uint8_t>& wire);
+
 /// The worker's transport, created and started on the first call with `create` once worker
 /// mode set its plan (null in a plain process). Errors: ditask::Error when it cannot start.
 std::shared_ptr<Transport> worker_transport(bool create);

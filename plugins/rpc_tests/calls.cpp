@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+// Remote functions: results and errors across processes, many calls in flight, nested calls,
+// concurrent functions, timeouts and late replies. Entries of the rpc_tests module; the
+// integration tests (tests/integration/rpc_test.cpp) read their RESULT lines.
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "rpc_tests.hpp"
+
+using namespace mesh_tests;
+using rpc_tests::serve_until_finish;
+using ditask::RpcError;
+
+namespace {
+
+std::string kind_text(RpcError::Kind kind) {
+  switch (kind) {
+    case RpcError::Kind::remote_exception: return "remote_exception";
+    case RpcError::Kind::unknown_function: return "unknown_function";
+    case RpcError::Kind::bad_arguments: return "bad_arguments";
+    case RpcError::Kind::bad_result: return "bad_result";
+    case RpcError::Kind::unknown_object: return "unknown_object";
+    case RpcError::Kind::node_left: return "node_left";
+    case RpcError::Kind::not_connected: return "not_connected";
+    case RpcError::Kind::timeout: return "timeout";
+    case RpcError::Kind::stopped: return "stopped";
+  }
+  return "?";
+}
+
+// "<kind>|<node>|<function>|<reason>|<hint>" of the RpcError `fn` throws, or "no error".
+template <class F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const RpcError& e) {
+    return kind_text(e.kind()) + "|" + std::to_string(e.node()) + "|" + e.function() + "|" + e.reason() + "|" + e.hint();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+// Node 0 serves; node 1 calls each kind of function and error; prints one line per check as
+// "CHECK <name> <value>" and "RESULT done" at the end.
+DITASK_MAIN(rpc_basic) {
+  auto& rpc = ditask::rpc();
+  rpc.define("add", [](std::int64_t a, std::int64_t b) { return a + b; });
+  rpc.define("concat", [](const std::string& head, const std::vector<std::uint8_t>& tail) {
+    std::vector<std::uint8_t> out(head.begin(), head.end());
+    out.insert(out.end(), tail.begin(), tail.end());
+    return out;
+  });
+  rpc.define("summary", [](const std::vector<double>& xs) {
+    double sum = 0;
+    for (double x : xs) {
+      sum += x;
+    }
+    return std::map<std::string, double>{{"n", static_cast<double>(xs.size())}, {"sum", sum}};
+  });
+  rpc.define("who", [](const ditask::EventMeta& meta) { return std::int64_t{meta.sender}; });
+  rpc.define("boom", [](const std::string& why) -> std::int64_t { throw std::runtime_error(why); });
+  std::atomic<int> touched{0};
+  rpc.define("touch", [&] { ++touched; });
+  rpc.define("scaled", [](std::int64_t x, const ditask::Kwargs& kw) { return x * kw.get_or<std::int64_t>("by", 1); });
+  rpc.define("text", [] { return std::string("a string"); });
+  // Four calls that each wait until all four are inside at once: only concurrent calls can.
+  std::mutex gate_mutex;
+  std::condition_variable gate_changed;
+  int inside = 0;
+  rpc.define_concurrent("gather", [&](std::int64_t want) {
+    std::unique_lock lock(gate_mutex);
+    ++inside;
+    gate_changed.notify_all();
+    if (!gate_changed.wait_for(lock, std::chrono::seconds(60), [&] { return inside >= want; })) {
+      throw std::runtime_error("only " + std::to_string(inside) + " calls came in at once");
+    }
+    return std::int64_t{inside};
+  });
+  auto running = ditask::task().start();
+  if (node_id() != 1) {
+    serve_until_finish();
+    return;
+  }
+  auto check = [](const std::string& name, const std::string& value) { say("CHECK", name + " " + value); };
+  check("add", std::to_string(rpc.call<std::int64_t>(0, "add", 2, 3)));
+  const auto bytes = rpc.call<std::vector<std::uint8_t>>(0, "concat", std::string("ab"), std::vector<std::uint8_t>{1, 2, 3});
+  check("concat", std::to_string(bytes.size()) + ":" + std::to_string(int{bytes[0]}) + "," + std::to_string(int{bytes[4]}));
+  const auto sum = rpc.call<std::map<std::string, double>>(0, "summary", std::vector<double>{1.5, 2.5, 4.0});
+  check("summary", std::to_string(static_cast<int>(sum.at("n"))) + ":" + std::to_string(static_cast<int>(sum.at("sum"))));
+  check("who", std::to_string(rpc.call<std::int64_t>(0, "who")));
+  rpc.call(0, "touch");
+  check("touch", "ok");
+  check("scaled", std::to_string(rpc.call<std::int64_t>(0, "scaled", 7, ditask::kw("by", 6))));
+  check("self", std::to_string(rpc.call<std::int64_t>(1, "add", 20, 22)));
+  check("by_label", std::to_string(rpc.call<std::int64_t>(ditask::Callee::label("node.0"), "add", 1, 1)));
+  check("boom", error_of([&] { rpc.call<std::int64_t>(0, "boom", std::string("it broke")); }));
+  check("unknown", error_of([&] { rpc.call<std::int64_t>(0, "ad", 1, 2); }));
+  check("bad_arguments", error_of([&] { rpc.call<std::int64_t>(0, "add", std::string("one"), 2); }));
+  check("arity", error_of([&] { rpc.call<std::int64_t>(0, "add", 1); }));
+  check("bad_result", error_of([&] { rpc.call<std::int64_t>(0, "text"); }));
+  check("no_result", error_of([&] { rpc.call<std::int64_t>(0, "touch"); }));
+  check("no_label", error_of([&] { rpc.call<std::int64_t>(ditask::Callee::role("nobody"), "add", 1, 1); }));
+  // Futures: then, wait_all, polling.
+  auto doubled = rpc.call_async<std::int64_t>(0, "add", 10, 11).then([](const ditask::Future<std::int64_t>& f) {
+    return f.get() * 2;
+  });
+  check("then", std::to_string(doubled.get()));
+  auto failed_then = rpc.call_async<std::int64_t>(0, "boom", std::string("again")).then(
+      [](const ditask::Future<std::int64_t>& f) { return f.get() + 1; });
+  check("then_error", error_of([&] { failed_then.get(); }));
+  std::vector<ditask::Future<std::int64_t>> all;
+  for (int i = 0; i < 4; ++i) {
+    all.push_back(rpc.call_async<std::int64_t>(0, "gather", 4));
+  }
+  std::int64_t total = 0;
+  for (auto v : ditask::wait_all(all)) {
+    total += v;
+  }
+  check("gather", std::to_string(total >= 13 ? 4 : 0));
+  check("polled", all[0].done() ? "done" : "pending");
+  const auto s = rpc.stats();
+  check("stats", "calls=" + std::to_string(s.calls) + " answered=" + std::to_string(s.answered) +
+                     " failed=" + std::to_string(s.failed) + " served=" + std::to_string(s.served));
+  result("done");
+}
+
+// Nodes 1..N-1 each make `count` calls to node 0 at once (all in flight), each returning its
+// sequence number; node 0 checks that every caller's calls ran in order (FIFO per caller).
+// Callers print "RESULT answered=<n> wrong=<w>", node 0 "RESULT served=<n> out_of_order=<k>".
+DITASK_MAIN(rpc_many) {
+  Params params;
+  const auto count = params.num("count", 3334);
+  auto& rpc = ditask::rpc();
+  Shared<std::map<std::int64_t, std::int64_t>> next;  // caller -> next expected sequence number
+  std::atomic<std::int64_t> out_of_order{0};
+  std::atomic<std::int64_t> served{0};
+  rpc.define("seq", [&](std::int64_t i, const ditask::EventMeta& meta) {
+    next.update([&](auto& m) {
+      if (m[meta.sender] != i) {
+        ++out_of_order;
+      }
+      m[meta.sender] = i + 1;
+    });
+    ++served;
+    return i;
+  });
+  Shared<int> callers_done;
+  rpc.define("done", [&] { callers_done.update([](int& n) { ++n; }); });
+  auto running = ditask::task().start();
+  const auto callers = static_cast<int>(ditask::task().router().peers().size());
+  if (node_id() == 0) {
+    ditask::task().ready();
+    callers_done.wait([&](int n) { return n >= callers; }, "every caller's done", std::chrono::minutes(3));
+    result("served=" + std::to_string(served.load()) + " out_of_order=" + std::to_string(out_of_order.load()));
+    return;
+  }
+  std::vector<ditask::Future<std::int64_t>> futures;
+  futures.reserve(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) {
+    futures.push_back(rpc.call_async<std::int64_t>(0, "seq", i));
+  }
+  std::int64_t wrong = 0;
+  const auto values = ditask::wait_all(futures);
+  for (std::int64_t i = 0; i < count; ++i) {
+    wrong += values[static_cast<std::size_t>(i)] != i ? 1 : 0;
+  }
+  rpc.call(0, "done");
+  result("answered=" + std::to_string(values.size()) + " wrong=" + std::to_string(wrong));
+  serve_until_finish();
+}
+
+// Node 0 calls node 1's play(steps), which calls node 0's act(i) back for every step while
+// node 0 waits for play; act itself calls node 1's concurrent leaf (a third level).
+// Node 0 prints "RESULT sync=<sum> async=<sum>".
+DITASK_MAIN(rpc_nested) {
+  auto& rpc = ditask::rpc();
+  rpc.define("act", [&](std::int64_t i) { return rpc.call<std::int64_t>(1, "leaf", i) * 2; });
+  rpc.define_concurrent("leaf", [](std::int64_t i) { return i + 1; });
+  rpc.define("play", [&](std::int64_t steps) {
+    std::int64_t sum = 0;
+    for (std::int64_t i = 0; i < steps; ++i) {
+      sum += rpc.call<std::int64_t>(0, "act", i);
+    }
+    return sum;
+  });
+  auto running = ditask::task().start();
+  if (node_id() != 0) {
+    serve_until_finish();
+    return;
+  }
+  const auto sync = rpc.call<std::int64_t>(1, "play", 100);
+  auto later = rpc.call_async<std::int64_t>(1, "play", 50);
+  result("sync=" + std::to_string(sync) + " async=" + std::to_string(later.get()));
+}
+
+// Node 1's hold() answers only once node 0 released it (an event), long after node 0's call
+// of it timed out: node 0 prints "RESULT timeout=<error> late=<n> after=<add>".
+DITASK_MAIN(rpc_timeout) {
+  auto& rpc = ditask::rpc();
+  Shared<bool> released;
+  rpc.define_concurrent("hold", [&] {
+    released.wait([](bool r) { return r; }, "the release", std::chrono::minutes(2));
+    return std::int64_t{7};
+  });
+  rpc.define("add", [](std::int64_t a, std::int64_t b) { return a + b; });
+  auto& task = ditask::task();
+  auto running = task.start();
+  task.on("release", [&] { released.update([](bool& r) { r = true; }); });
+  if (node_id() != 0) {
+    serve_until_finish();
+    return;
+  }
+  const auto timeout = error_of([&] { rpc.call<std::int64_t>(ditask::Callee(1).within(std::chrono::milliseconds(100)), "hold"); });
+  task.emit_to_node(1, "release");
+  for (int i = 0; i < 6000 && rpc.stats().late_replies == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polls a counter; no margin is assumed
+  }
+  const auto after = rpc.call<std::int64_t>(1, "add", 2, 3);
+  const auto s = rpc.stats();
+  result("timeout=" + timeout + " late=" + std::to_string(s.late_replies) + " timed_out=" + std::to_string(s.timed_out) +
+         " after=" + std::to_string(after));
+}
+
+// Run with --auto-recover: node 1's first incarnation dies inside die(); node 0's call fails
+// with node_left at once; once the second incarnation joined, calls reach it.
+// Node 0 prints "RESULT died=<error> after=<add> attempt=<callee's attempt>".
+DITASK_MAIN(rpc_callee_dies) {
+  auto& rpc = ditask::rpc();
+  rpc.define("die", [] {
+    say("DYING", "in die()");
+    std::_Exit(3);
+  });
+  rpc.define("attempt_of", [] { return attempt(); });
+  auto& task = ditask::task();
+  Shared<bool> rejoined;
+  auto running = task.start();
+  task.on(ditask::events::peer_joined, [&](const ditask::Kwargs& kw) {
+    if (kw.get<std::int64_t>("node_id") == 1 && kw.get<std::int64_t>("attempt") == 1) {
+      rejoined.update([](bool& r) { r = true; });
+    }
+  });
+  if (node_id() != 0) {
+    serve_until_finish();
+    return;
+  }
+  task.ready();
+  const auto died = error_of([&] { rpc.call(1, "die"); });
+  rejoined.wait([](bool r) { return r; }, "node 1's restart", std::chrono::minutes(2));
+  const auto now = rpc.call<std::int64_t>(1, "attempt_of");
+  result("died=" + died + " attempt=" + std::to_string(now));
+}

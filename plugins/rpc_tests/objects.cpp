@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+// Remote objects: created with remote(), called through handles, passed to a third node,
+// wrapped from a local object (local_ref), fetched (to_here), and destroyed on their owner once
+// the last handle anywhere is released, or its holder died.
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "rpc_tests.hpp"
+
+using namespace mesh_tests;
+using rpc_tests::serve_until_finish;
+
+namespace {
+
+/// How many Counters this process destroyed (read by the owner's report).
+Shared<int> g_destroyed;
+
+struct Counter {
+  std::int64_t value = 0;
+  explicit Counter(std::int64_t start = 0) : value(start) {}
+  Counter(const Counter&) = default;
+  ~Counter() {
+    g_destroyed.update([](int& n) { ++n; });
+  }
+  std::int64_t add(std::int64_t n) { return value += n; }
+  std::int64_t get() const { return value; }
+};
+
+void to_json(ditask::json& j, const Counter& c) { j = ditask::json{{"value", c.value}}; }
+void from_json(const ditask::json& j, Counter& c) { c.value = j.at("value").get<std::int64_t>(); }
+
+void define_counter() {
+  ditask::rpc().define_class<Counter>("Counter").constructor<std::int64_t>().method("add", &Counter::add).method(
+      "get", &Counter::get);
+}
+
+ditask::RRef<Counter> g_kept;  // node 2's kept handle (keep/drop)
+
+void define_holder_functions() {
+  auto& rpc = ditask::rpc();
+  rpc.define("bump", [](const ditask::RRef<Counter>& c, std::int64_t by) { return c.call<std::int64_t>("add", by); });
+  rpc.define("keep", [](ditask::RRef<Counter> c) {
+    g_kept = std::move(c);
+    return g_kept.owner();
+  });
+  rpc.define("drop", [] { g_kept = {}; });
+  rpc.define("use_kept", [] { return g_kept.call<std::int64_t>("add", 1); });
+  rpc.define("die", [] {
+    say("DYING", "holding a handle");
+    std::_Exit(3);
+  });
+  rpc.define("objects", [] { return static_cast<std::int64_t>(ditask::rpc().stats().objects); });
+  rpc.define("destroyed", [] { return static_cast<std::int64_t>(g_destroyed.get()); });
+  rpc.define("make_here", [](std::int64_t start) {
+    return ditask::rpc().local_ref(std::make_shared<Counter>(start));
+  });
+}
+
+}  // namespace
+
+// Node 0 asks node 1 until it destroyed `n` Counters (a release travels apart from the calls).
+static void wait_destroyed(std::int64_t n) {
+  for (int i = 0; i < 6000 && ditask::rpc().call<std::int64_t>(1, "destroyed") < n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// Three nodes: node 0 drives, node 1 owns, node 2 holds. Node 0 prints "RESULT ..." with what
+// each step returned; node 1 prints "RESULT destroyed=<n> objects=<m>" once its three
+// Counters were destroyed.
+DITASK_MAIN(rpc_objects) {
+  define_counter();
+  define_holder_functions();
+  auto& rpc = ditask::rpc();
+  auto running = ditask::task().start();
+  if (node_id() == 1) {
+    ditask::task().ready();
+    g_destroyed.wait([](int n) { return n >= 3; }, "three Counters destroyed", std::chrono::minutes(2));
+    result("destroyed=" + std::to_string(g_destroyed.get()) + " objects=" + std::to_string(rpc.stats().objects));
+    serve_until_finish();
+    return;
+  }
+  if (node_id() != 0) {
+    serve_until_finish();
+    return;
+  }
+  std::string out;
+  {
+    auto c = rpc.remote<Counter>(1, std::int64_t{10});
+    out += "owner=" + std::to_string(c.owner());
+    out += " add=" + std::to_string(c.call<std::int64_t>("add", 5));
+    out += " here=" + std::to_string(c.to_here().value);
+    out += " bump=" + std::to_string(rpc.call<std::int64_t>(2, "bump", c, 100));
+    out += " get=" + std::to_string(c.call<std::int64_t>("get"));
+    out += " async=" + std::to_string(c.call_async<std::int64_t>("add", 1).get());
+  }  // node 0's only handle goes: the first Counter is destroyed on node 1
+  wait_destroyed(1);
+  out += " destroyed=" + std::to_string(rpc.call<std::int64_t>(1, "destroyed"));
+  {
+    auto mine = rpc.local_ref(std::make_shared<Counter>(1));
+    out += " self_bump=" + std::to_string(rpc.call<std::int64_t>(2, "bump", mine, 100));
+    out += " local=" + std::to_string(mine.local_value()->value);
+  }
+  {
+    auto c2 = rpc.remote<Counter>(1, std::int64_t{0});
+    out += " kept_by=" + std::to_string(rpc.call<std::int64_t>(2, "keep", c2));
+  }  // node 0 let go, node 2 still holds it
+  out += " use_kept=" + std::to_string(rpc.call<std::int64_t>(2, "use_kept"));
+  out += " alive=" + std::to_string(rpc.call<std::int64_t>(1, "objects"));
+  rpc.call(2, "drop");
+  wait_destroyed(2);
+  out += " after_drop=" + std::to_string(rpc.call<std::int64_t>(1, "destroyed"));
+  {
+    auto made = rpc.call<ditask::RRef<Counter>>(2, "make_here", std::int64_t{42});
+    out += " returned_owner=" + std::to_string(made.owner()) + " returned_get=" + std::to_string(made.call<std::int64_t>("get"));
+  }
+  out += " unknown_method=" +
+         std::string([&] {
+           try {
+             rpc.remote<Counter>(1, std::int64_t{0}).call<std::int64_t>("ad", 1);
+           } catch (const ditask::RpcError& e) {
+             return e.hint();
+           }
+           return std::string("no error");
+         }());
+  result(out);
+}
+
+// Run with --auto-recover: node 0 creates a Counter on node 1, gives node 2 a handle and drops
+// its own; node 2 dies holding it, and node 1 destroys the Counter. Node 1 prints
+// "RESULT destroyed=1 objects=0".
+DITASK_MAIN(rpc_holder_dies) {
+  define_counter();
+  define_holder_functions();
+  auto& rpc = ditask::rpc();
+  auto running = ditask::task().start();
+  if (node_id() == 1) {
+    ditask::task().ready();
+    g_destroyed.wait([](int n) { return n >= 1; }, "the Counter destroyed", std::chrono::minutes(2));
+    result("destroyed=" + std::to_string(g_destroyed.get()) + " objects=" + std::to_string(rpc.stats().objects));
+    serve_until_finish();
+    return;
+  }
+  if (node_id() != 0) {
+    serve_until_finish();
+    return;
+  }
+  Shared<bool> rejoined;  // node 2's second incarnation: waited for, so that it can finish too
+  ditask::task().on(ditask::events::peer_joined, [&](const ditask::Kwargs& kw) {
+    if (kw.get<std::int64_t>("node_id") == 2 && kw.get<std::int64_t>("attempt") == 1) {
+      rejoined.update([](bool& r) { r = true; });
+    }
+  });
+  ditask::task().ready();
+  {
+    auto c = rpc.remote<Counter>(1, std::int64_t{3});
+    rpc.call<std::int64_t>(2, "keep", c);
+  }
+  const auto alive = rpc.call<std::int64_t>(1, "objects");
+  std::string died;
+  try {
+    rpc.call(2, "die");
+  } catch (const ditask::RpcError& e) {
+    died = e.what();
+  }
+  rejoined.wait([](bool r) { return r; }, "node 2's restart", std::chrono::minutes(2));
+  result("alive_before=" + std::to_string(alive) + " died=" + died);
+}

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+#include "call_state_impl.hpp"
+
+#include "../transport/inline_write.hpp"
+#include "rpc_wire.hpp"
+
+namespace ditask {
+
+RpcError::RpcError(Kind kind, std::int64_t node, std::string function, std::string message, std::string hint)
+    : Error("call '" + function + "' on node " + std::to_string(node) + " failed: " + message, std::move(hint)),
+      kind_(kind),
+      node_(node),
+      function_(std::move(function)),
+      reason_(std::move(message)) {}
+
+namespace detail {
+
+CallState::CallState() : impl_(std::make_unique<Impl>()) {}
+CallState::~CallState() = default;
+
+bool CallState::wait(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(impl_->mutex);
+  bool done = false;
+  if (timeout == std::chrono::milliseconds::max()) {
+    impl_->completed.wait(lock, [&] { return impl_->done; });
+    done = true;
+  } else {
+    done = impl_->completed.wait_for(lock, timeout, [&] { return impl_->done; });
+  }
+  lock.unlock();
+  grant_inline_write();  // a reply to what came is written by this thread (as after Waiter::wait)
+  return done;
+}
+
+bool CallState::done() const noexcept {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->done;
+}
+
+void CallState::rethrow_if_failed() const {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->error) {
+    std::rethrow_exception(impl_->error);
+  }
+}
+
+PackedArgs CallState::result_view() const { return impl_->reply ? rpc_wire::args_after(*impl_->reply, 2) : PackedArgs{}; }
+
+EventArgs CallState::result_args() const {
+  return impl_->reply ? rpc_wire::json_args_after(*impl_->reply, 2) : EventArgs{};
+}
+
+const std::shared_ptr<void>& CallState::local_value() const noexcept { return impl_->local; }
+
+void CallState::on_done(std::function<void()> fn) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->done) {
+      impl_->callbacks.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn();
+}
+
+void CallState::complete_local(std::shared_ptr<void> value) {
+  std::vector<std::function<void()>> callbacks;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->done) {
+      return;
+    }
+    impl_->local = std::move(value);
+    impl_->done = true;
+    callbacks.swap(impl_->callbacks);
+  }
+  impl_->completed.notify_all();
+  for (auto& fn : callbacks) {
+    fn();
+  }
+}
+
+void CallState::fail(std::exception_ptr error) { impl_->complete_error(std::move(error), false); }
+
+std::int64_t CallState::node() const noexcept { return impl_->node; }
+const std::string& CallState::function() const noexcept { return impl_->function; }
+
+void throw_bad_result(const CallState& state, const std::string& reason) {
+  throw RpcError(RpcError::Kind::bad_result, state.node(), state.function(),
+                 "the result does not convert to the type asked for: " + reason,
+                 "give call<R>() the type the function returns");
+}
+
+std::vector<std::function<void()>> CallState::Impl::finish_locked() {
+  done = true;
+  std::vector<std::function<void()>> out;
+  out.swap(callbacks);
+  return out;
+}
+
+void CallState::Impl::run(std::vector<std::function<void()>> list, bool posted) {
+  completed.notify_all();
+  for (auto& fn : list) {
+    if (posted && post) {
+      post(std::move(fn));
+    } else {
+      fn();
+    }
+  }
+}
+
+void CallState::Impl::complete_reply(RemoteEvent&& e) {
+  std::vector<std::function<void()>> list;
+  {
+    std::lock_guard lock(mutex);
+    if (done) {
+      return;
+    }
+    reply = std::move(e);
+    list = finish_locked();
+  }
+  run(std::move(list), true);
+}
+
+bool CallState::Impl::complete_error(std::exception_ptr e, bool posted) {
+  std::vector<std::function<void()>> list;
+  {
+    std::lock_guard lock(mutex);
+    if (done) {
+      return false;
+    }
+    error = std::move(e);
+    list = finish_locked();
+  }
+  run(std::move(list), posted);
+  return true;
+}
+
+}  // namespace detail
+}  // namespace ditask

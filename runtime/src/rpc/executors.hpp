@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// Where served calls run: one thread per caller (FIFO per caller) and an elastic pool for
+// concurrent functions and Future continuations.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ditask::detail {
+
+/// Runs jobs on threads started on demand (an idle one is reused), at most `max_threads` at
+/// once; more jobs wait in FIFO order. Thread: any; stop() not from one of its jobs.
+class ElasticPool {
+ public:
+  explicit ElasticPool(std::size_t max_threads) : max_threads_(max_threads) {}
+  ~ElasticPool() { stop(); }
+  ElasticPool(const ElasticPool&) = delete;
+  ElasticPool& operator=(const ElasticPool&) = delete;
+  /// Queues `job`; false once stopped (the job is dropped).
+  bool submit(std::function<void()> job);
+  /// Runs what is queued, then joins every thread. Idempotent.
+  void stop() noexcept;
+
+ private:
+  void loop();
+
+  const std::size_t max_threads_;
+  std::mutex mutex_;
+  std::condition_variable queued_;
+  std::deque<std::function<void()>> jobs_;  // guarded by mutex_
+  std::size_t idle_ = 0;                    // guarded by mutex_
+  bool stopping_ = false;                   // guarded by mutex_
+  std::vector<std::thread> threads_;        // guarded by mutex_
+};
+
+/// One thread per key (the calling node) running that key's jobs in order. Thread: any;
+/// stop() not from one of its jobs.
+class KeyedQueues {
+ public:
+  KeyedQueues() = default;
+  ~KeyedQueues() { stop(); }
+  KeyedQueues(const KeyedQueues&) = delete;
+  KeyedQueues& operator=(const KeyedQueues&) = delete;
+  /// Queues `job` behind the jobs of `key` (starting its thread on first use); false once
+  /// stopped.
+  bool submit(std::int64_t key, std::function<void()> job);
+  /// Runs what is queued (a job sees stopping() and may refuse its work), then joins every
+  /// thread. Idempotent.
+  void stop() noexcept;
+  /// True once stop() began (a job can refuse to do its work).
+  bool stopping() const noexcept;
+
+ private:
+  struct Queue {
+    std::deque<std::function<void()>> jobs;  // guarded by the owner's mutex_
+    std::thread thread;
+  };
+  void loop(Queue& queue);
+
+  mutable std::mutex mutex_;
+  std::condition_variable queued_;
+  std::map<std::int64_t, std::unique_ptr<Queue>> queues_;  // guarded by mutex_
+  bool stopping_ = false;                                  // guarded by mutex_
+};
+
+}  // namespace ditask::detail

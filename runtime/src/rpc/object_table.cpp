@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+#include "object_table.hpp"
+
+#include "ditask/error.hpp"
+#include "ditask/runtime/log.hpp"
+
+namespace ditask::detail {
+
+using rpc_wire::RefOp;
+
+std::shared_ptr<RefRecord> ObjectTable::local_record_locked(std::uint64_t id, Owned& owned) {
+  if (auto existing = owned.local.lock()) {
+    return existing;
+  }
+  auto record = std::make_shared<RefRecord>(self_, id, owned.class_name, owned.object, engine_);
+  owned.local = record;
+  return record;
+}
+
+std::shared_ptr<RefRecord> ObjectTable::adopt(std::shared_ptr<void> object, const std::string& class_name) {
+  std::lock_guard lock(mutex_);
+  const std::uint64_t id = next_object_++;
+  Owned& owned = owned_[id];
+  owned.object = std::move(object);
+  owned.class_name = class_name;
+  return local_record_locked(id, owned);
+}
+
+std::optional<ObjectTable::Found> ObjectTable::find(std::uint64_t id) const {
+  std::lock_guard lock(mutex_);
+  auto it = owned_.find(id);
+  if (it == owned_.end()) {
+    return std::nullopt;
+  }
+  return Found{it->second.object, it->second.class_name};
+}
+
+json ObjectTable::to_json(const std::shared_ptr<RefRecord>& record, std::int64_t dest) {
+  if (!record) {
+    throw Error("cannot pass an empty RRef");
+  }
+  json out = {{"$rref", 1}, {"o", record->owner()}, {"i", record->id()}, {"c", record->class_name()},
+              {"t", 0}, {"f", self_}, {"p", false}};
+  std::lock_guard lock(mutex_);
+  if (record->owner() == self_) {
+    if (dest != self_) {
+      auto it = owned_.find(record->id());
+      if (it == owned_.end()) {
+        throw Error("object #" + std::to_string(record->id()) + " of class '" + record->class_name() + "' is gone");
+      }
+      ++it->second.holders[dest];  // the owner registers the receiver itself
+      out["p"] = true;
+    }
+    return out;
+  }
+  const std::uint64_t token = next_token_++;
+  forks_[token] = Fork{record, dest};  // held until the owner registered the receiver
+  out["t"] = token;
+  return out;
+}
+
+std::shared_ptr<RefRecord> ObjectTable::from_json(const json& value, const std::string* expected_class) {
+  if (!value.is_object() || !value.contains("$rref")) {
+    throw Error("not a remote-object handle: " + value.dump());
+  }
+  const auto owner = value.at("o").get<std::int64_t>();
+  const auto id = value.at("i").get<std::uint64_t>();
+  const auto cls = value.at("c").get<std::string>();
+  const auto token = value.at("t").get<std::uint64_t>();
+  const auto from = value.at("f").get<std::int64_t>();
+  const bool preregistered = value.at("p").get<bool>();
+  if (expected_class != nullptr && *expected_class != cls) {
+    throw Error("a handle to a '" + cls + "' where a '" + *expected_class + "' was expected");
+  }
+  std::unique_lock lock(mutex_);
+  if (owner == self_) {
+    auto it = owned_.find(id);
+    if (it == owned_.end()) {
+      throw Error("object #" + std::to_string(id) + " of class '" + cls + "' is gone from its owner");
+    }
+    auto record = local_record_locked(id, it->second);
+    lock.unlock();
+    if (token != 0) {
+      send_(from, RefOp::fork_done, id, token, self_);  // it came home: the sender may let go
+    }
+    return record;
+  }
+  Held& held = held_[{owner, id}];
+  auto record = held.record.lock();
+  if (!record) {
+    record = std::make_shared<RefRecord>(owner, id, cls, nullptr, engine_);
+    held = Held{record, record.get(), 0};
+  }
+  if (preregistered || token != 0) {
+    ++held.registrations;
+  }
+  lock.unlock();
+  if (token != 0) {
+    send_(owner, RefOp::add, id, token, from);
+  }
+  return record;
+}
+
+void ObjectTable::on_ref(std::int64_t sender, RefOp op, std::uint64_t object, std::uint64_t token,
+                         std::int64_t about) {
+  std::shared_ptr<void> dead;
+  std::shared_ptr<RefRecord> let_go;
+  {
+    std::lock_guard lock(mutex_);
+    switch (op) {
+      case RefOp::add: {
+        auto it = owned_.find(object);
+        if (it == owned_.end()) {
+          DITASK_LOG(warn, "rpc") << "node " << sender << " registered a handle to object #" << object
+                                  << ", which is gone";
+          break;
+        }
+        ++it->second.holders[sender];
+        break;
+      }
+      case RefOp::release: {
+        auto it = owned_.find(object);
+        if (it != owned_.end()) {
+          auto h = it->second.holders.find(sender);
+          if (h != it->second.holders.end() && (h->second -= static_cast<std::int64_t>(token)) <= 0) {
+            it->second.holders.erase(h);
+          }
+          dead = collect_locked(object);
+        }
+        break;
+      }
+      case RefOp::fork_done: {
+        auto it = forks_.find(token);
+        if (it != forks_.end()) {
+          let_go = std::move(it->second.keep);
+          forks_.erase(it);
+        }
+        break;
+      }
+    }
+  }
+  if (op == RefOp::add) {
+    send_(about, RefOp::fork_done, object, token, self_);
+  }
+  // `dead` and `let_go` go here, outside the lock (a destructor may call back into the table).
+}
+
+std::shared_ptr<void> ObjectTable::collect_locked(std::uint64_t id) {
+  auto it = owned_.find(id);
+  if (it == owned_.end() || !it->second.holders.empty() || !it->second.local.expired()) {
+    return nullptr;
+  }
+  auto object = std::move(it->second.object);
+  owned_.erase(it);
+  return object;
+}
+
+void ObjectTable::record_dropped(const RefRecord& record) noexcept {
+  if (cleared_.load()) {
+    return;
+  }
+  std::shared_ptr<void> dead;
+  std::int64_t registrations = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (record.owner() == self_) {
+      dead = collect_locked(record.id());
+    } else {
+      auto it = held_.find({record.owner(), record.id()});
+      if (it != held_.end() && it->second.raw == &record) {
+        registrations = it->second.registrations;
+        held_.erase(it);
+      }
+    }
+  }
+  if (registrations > 0) {
+    try {
+      send_(record.owner(), RefOp::release, record.id(), static_cast<std::uint64_t>(registrations), self_);
+    } catch (...) {  // the engine is stopping: its clear() releases what is left
+    }
+  }
+}
+
+void ObjectTable::node_left(std::int64_t node) {
+  std::vector<std::shared_ptr<void>> dead;
+  std::vector<std::shared_ptr<RefRecord>> let_go;
+  {
+    std::lock_guard lock(mutex_);
+    std::vector<std::uint64_t> ids;
+    for (auto& [id, owned] : owned_) {
+      if (owned.holders.erase(node) != 0) {
+        ids.push_back(id);
+      }
+    }
+    for (auto id : ids) {
+      if (auto object = collect_locked(id)) {
+        dead.push_back(std::move(object));
+      }
+    }
+    for (auto it = forks_.begin(); it != forks_.end();) {
+      if (it->second.dest == node) {
+        let_go.push_back(std::move(it->second.keep));
+        it = forks_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (!dead.empty()) {
+    DITASK_LOG(debug, "rpc") << "node " << node << " left: " << dead.size() << " object(s) it held released";
+  }
+}
+
+std::size_t ObjectTable::owned() const {
+  std::lock_guard lock(mutex_);
+  return owned_.size();
+}
+
+std::size_t ObjectTable::held() const {
+  std::lock_guard lock(mutex_);
+  return held_.size();
+}
+
+std::vector<std::tuple<std::int64_t, std::uint64_t, std::int64_t>> ObjectTable::clear() noexcept {
+  std::vector<std::tuple<std::int64_t, std::uint64_t, std::int64_t>> releases;
+  std::map<std::uint64_t, Owned> owned;
+  std::map<std::uint64_t, Fork> forks;
+  {
+    std::lock_guard lock(mutex_);
+    cleared_ = true;
+    for (const auto& [key, held] : held_) {
+      if (held.registrations > 0) {
+        releases.emplace_back(key.first, key.second, held.registrations);
+      }
+    }
+    held_.clear();
+    owned.swap(owned_);
+    forks.swap(forks_);
+  }
+  return releases;  // `owned` and `forks` (and the objects) go here, outside the lock
+}
+
+}  // namespace ditask::detail

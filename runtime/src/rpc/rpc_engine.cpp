@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: MIT
+// RpcEngine: the calls this node makes and their replies, membership, the service thread.
+// Serving calls is in rpc_serve.cpp.
+#include "rpc_engine.hpp"
+
+#include <fnmatch.h>
+
+#include "../codec/envelope.hpp"
+#include "ditask/error.hpp"
+#include "ditask/router.hpp"
+#include "ditask/runtime/log.hpp"
+#include "ditask/runtime/suggest.hpp"
+#include "call_state_impl.hpp"
+#include "rpc_wire.hpp"
+
+namespace ditask::detail {
+
+namespace {
+std::mutex g_engine_mutex;
+std::shared_ptr<RpcEngine> g_engine;  // guarded by g_engine_mutex
+
+thread_local std::int64_t t_destination = kNoDestination;
+}  // namespace
+
+std::shared_ptr<RpcEngine> current_rpc_engine() {
+  std::lock_guard lock(g_engine_mutex);
+  return g_engine;
+}
+
+void set_current_rpc_engine(std::shared_ptr<RpcEngine> engine) {
+  std::lock_guard lock(g_engine_mutex);
+  g_engine = std::move(engine);
+}
+
+std::int64_t rref_destination() noexcept { return t_destination; }
+
+void set_rref_destination(std::int64_t node) noexcept { t_destination = node; }
+
+RpcEngine::RpcEngine(std::shared_ptr<Transport> transport, Self self)
+    : transport_(std::move(transport)),
+      self_(std::move(self)),
+      objects_(self_.node, [this](std::int64_t to, rpc_wire::RefOp op, std::uint64_t object, std::uint64_t token,
+                                  std::int64_t about) { send_ref(to, op, object, token, about); }) {}
+
+RpcEngine::~RpcEngine() { stop(); }
+
+void RpcEngine::start() {
+  objects_.set_engine(weak_from_this());
+  service_thread_ = std::thread([this] { service_loop(); });
+}
+
+// ---- calls made ----
+
+std::int64_t RpcEngine::resolve(const Callee& to, std::string_view display) const {
+  if (to.node) {
+    return *to.node;
+  }
+  std::vector<std::string> matches;
+  std::vector<std::int64_t> nodes;
+  auto matches_label = [&](const std::set<std::string>& labels) {
+    for (const auto& label : labels) {
+      if (::fnmatch(to.label_pattern.c_str(), label.c_str(), 0) == 0) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (matches_label(self_.labels)) {
+    nodes.push_back(self_.node);
+  }
+  for (const auto& peer : transport_->peers()) {
+    if (matches_label(peer.labels)) {
+      nodes.push_back(peer.node_id);
+    }
+  }
+  if (nodes.size() == 1) {
+    return nodes.front();
+  }
+  for (auto n : nodes) {
+    matches.push_back(std::to_string(n));
+  }
+  const bool role = to.label_pattern.starts_with("role.");
+  const std::string what = role ? "role '" + to.label_pattern.substr(5) + "'" : "label '" + to.label_pattern + "'";
+  if (nodes.empty()) {
+    throw RpcError(RpcError::Kind::not_connected, -1, std::string(display), "no connected node has " + what,
+                   role ? "give the callee that role with ditask --roles" : "check the callee's --labels");
+  }
+  throw RpcError(RpcError::Kind::not_connected, -1, std::string(display),
+                 std::to_string(nodes.size()) + " nodes have " + what + " (nodes " + join(matches, ", ") + ")",
+                 "call one of them by node id");
+}
+
+OutgoingCall RpcEngine::begin(const Callee& to, std::uint64_t object, std::string_view function,
+                              std::string_view display) {
+  (void)function;
+  OutgoingCall call;
+  call.state = std::make_shared<CallState>();
+  auto& impl = call.state->impl();
+  impl.function = std::string(display);
+  impl.post = [weak = weak_from_this()](std::function<void()> fn) {
+    auto engine = weak.lock();
+    if (!engine || !engine->pool_.submit(fn)) {
+      fn();  // stopping: run it on the completing thread
+    }
+  };
+  ++calls_;
+  std::int64_t node = -1;
+  try {
+    node = resolve(to, display);
+  } catch (...) {
+    ++failed_;
+    impl.complete_error(std::current_exception(), false);
+    return call;
+  }
+  impl.node = node;
+  const auto timeout = to.timeout.value_or(rpc_default_timeout());
+  std::unique_lock lock(mutex_);
+  std::optional<RpcError> refused;
+  if (stopping_) {
+    refused.emplace(RpcError::Kind::stopped, node, impl.function, "this node's task is stopping");
+  } else if (auto gone = left_.find(node); gone != left_.end()) {
+    refused.emplace(RpcError::Kind::not_connected, node, impl.function,
+                    "node " + std::to_string(node) + " is not connected: it left (" + gone->second + ")");
+  }
+  if (refused) {
+    lock.unlock();
+    ++failed_;
+    impl.complete_error(std::make_exception_ptr(*refused), false);
+    return call;
+  }
+  call.id = next_id_++;
+  Pending& p = pending_[call.id];
+  p.state = call.state;
+  p.node = node;
+  p.deadline = timeout == std::chrono::milliseconds::max()
+                   ? std::chrono::steady_clock::time_point::max()
+                   : std::chrono::steady_clock::now() + timeout;
+  const bool earliest = timers_.empty() || p.deadline < timers_.begin()->first;
+  p.timer = timers_.emplace(p.deadline, call.id);
+  lock.unlock();
+  if (earliest) {
+    service_wake_.notify_one();
+  }
+  (void)object;
+  set_rref_destination(node);  // for RRefs among the arguments, until send()
+  return call;
+}
+
+void RpcEngine::send(const OutgoingCall& call, const std::vector<std::uint8_t>* wire, EventArgs* args) {
+  set_rref_destination(serving_destination());
+  const std::int64_t node = call.state->node();
+  if (node == self_.node) {
+    RemoteEvent e = wire != nullptr ? rpc_wire::local_event(rpc_wire::kCall, *wire, self_.meta)
+                                    : rpc_wire::local_event(rpc_wire::kCall, codec::encode_event_args(*args), self_.meta);
+    on_call(std::move(e));
+    return;
+  }
+  try {
+    SendTarget target;
+    target.node = node;
+    if (wire != nullptr) {
+      send_wire(*transport_, target, rpc_wire::kCall, *wire);
+    } else {
+      transport_->send(target, rpc_wire::kCall, *args);
+    }
+  } catch (const std::exception& e) {
+    fail_call(call.id, RpcError::Kind::not_connected, e.what());
+  }
+}
+
+void RpcEngine::abort(const OutgoingCall& call, std::exception_ptr error) noexcept {
+  set_rref_destination(serving_destination());
+  std::shared_ptr<CallState> state;
+  {
+    std::lock_guard lock(mutex_);
+    state = finish_locked(call.id);
+  }
+  if (state) {
+    ++failed_;
+    state->impl().complete_error(std::make_exception_ptr(RpcError(RpcError::Kind::bad_arguments, state->node(),
+                                                                  state->function(),
+                                                                  "its arguments could not be encoded: " +
+                                                                      describe(error))),
+                                 false);
+  }
+}
+
+std::shared_ptr<CallState> RpcEngine::finish_locked(std::uint64_t id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) {
+    return nullptr;
+  }
+  auto state = std::move(it->second.state);
+  timers_.erase(it->second.timer);
+  pending_.erase(it);
+  return state;
+}
+
+void RpcEngine::fail_call(std::uint64_t id, RpcError::Kind kind, const std::string& message, std::string hint) {
+  std::shared_ptr<CallState> state;
+  {
+    std::lock_guard lock(mutex_);
+    state = finish_locked(id);
+  }
+  if (state) {
+    ++failed_;
+    if (kind == RpcError::Kind::timeout) {
+      ++timed_out_;
+    }
+    state->impl().complete_error(
+        std::make_exception_ptr(RpcError(kind, state->node(), state->function(), message, std::move(hint))), true);
+  }
+}
+
+void RpcEngine::on_reply(RemoteEvent&& e) {
+  if (e.receipt) {
+    e.receipt->done(e.seq, e.bytes, true);
+    e.receipt.reset();
+  }
+  rpc_wire::ReplyHeader h;
+  if (!rpc_wire::read_reply_header(e, h)) {
+    DITASK_LOG(warn, "rpc") << "ignoring a malformed reply from node " << (e.meta ? e.meta->sender : -1);
+    return;
+  }
+  std::shared_ptr<CallState> state;
+  {
+    std::lock_guard lock(mutex_);
+    state = finish_locked(h.id);
+  }
+  if (!state) {
+    ++late_;  // its call timed out (or failed) first: dropped
+    return;
+  }
+  if (h.status == 0) {
+    ++answered_;
+    state->impl().complete_reply(std::move(e));
+    return;
+  }
+  ++failed_;
+  const EventArgs rest = rpc_wire::json_args_after(e, 2);
+  auto text = [&](std::size_t i) {
+    return i < rest.args.size() && rest.args[i].is_string() ? rest.args[i].get<std::string>() : std::string();
+  };
+  state->impl().complete_error(
+      std::make_exception_ptr(RpcError(rpc_wire::kind_of(h.status), state->node(), state->function(), text(0), text(1))),
+      true);
+}
+
+// ---- io thread ----
+
+void RpcEngine::take(std::vector<RemoteEvent>& events) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    RemoteEvent& e = events[i];
+    if (e.notice) {
+      on_membership(e);
+    } else if (std::string_view(e.event).starts_with(rpc_wire::kPrefix)) {
+      if (e.event == rpc_wire::kReply) {
+        on_reply(std::move(e));
+      } else if (e.event == rpc_wire::kCall) {
+        on_call(std::move(e));
+      } else if (e.event == rpc_wire::kRef) {
+        on_ref(std::move(e));
+      } else if (e.receipt) {
+        e.receipt->done(e.seq, e.bytes, false);
+      }
+      continue;
+    }
+    if (kept != i) {
+      events[kept] = std::move(e);
+    }
+    ++kept;
+  }
+  events.resize(kept);
+}
+
+void RpcEngine::on_membership(const RemoteEvent& e) {
+  if (!e.args || (e.event != events::peer_left && e.event != events::peer_joined)) {
+    return;
+  }
+  const auto& kwargs = e.args->kwargs;
+  if (!kwargs.contains("node_id")) {
+    return;
+  }
+  const auto node = kwargs["node_id"].get<std::int64_t>();
+  if (e.event == events::peer_joined) {
+    std::lock_guard lock(mutex_);
+    left_.erase(node);
+    return;
+  }
+  const std::string reason = kwargs.value("reason", std::string("connection lost"));
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lock(mutex_);
+    left_[node] = reason;
+    for (const auto& [id, p] : pending_) {
+      if (p.node == node) {
+        ids.push_back(id);
+      }
+    }
+  }
+  for (auto id : ids) {
+    fail_call(id, RpcError::Kind::node_left,
+              "node " + std::to_string(node) + " left (" + reason + ") before it answered");
+  }
+  post_service([this, node] { objects_.node_left(node); });
+}
+
+void RpcEngine::on_ref(RemoteEvent&& e) {
+  if (e.receipt) {
+    e.receipt->done(e.seq, e.bytes, true);
+  }
+  const std::int64_t sender = e.meta ? e.meta->sender : -1;
+  std::uint64_t op = 0;
+  std::uint64_t object = 0;
+  std::uint64_t token = 0;
+  std::int64_t about = 0;
+  const PackedArgs view = rpc_wire::args_after(e, 0);
+  const std::uint8_t* p = view.data;
+  if (view.count != 4 || !unpack_value(p, view.end, op) || !unpack_value(p, view.end, object) ||
+      !unpack_value(p, view.end, token) || !unpack_value(p, view.end, about)) {
+    DITASK_LOG(warn, "rpc") << "ignoring a malformed handle message from node " << sender;
+    return;
+  }
+  post_service([this, sender, op, object, token, about] {
+    objects_.on_ref(sender, static_cast<rpc_wire::RefOp>(op), object, token, about);
+  });
+}
+
+// ---- the service thread: timeouts and handle messages ----
+
+void RpcEngine::post_service(std::function<void()> job) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      return;
+    }
+    service_.push_back(std::move(job));
+  }
+  service_wake_.notify_one();
+}
+
+void RpcEngine::send_ref(std::int64_t to, rpc_wire::RefOp op, std::uint64_t object, std::uint64_t token,
+                         std::int64_t about) {
+  auto send = [this, to, op, object, token, about] {
+    if (to == self_.node) {
+      objects_.on_ref(self_.node, op, object, token, about);
+      return;
+    }
+    try {
+      auto& wire = pack_buffer();
+      pack_event(wire, static_cast<std::uint64_t>(op), object, token, about);
+      SendTarget target;
+      target.node = to;
+      transport_->send_packed(target, rpc_wire::kRef, wire);
+    } catch (const std::exception& e) {
+      DITASK_LOG(debug, "rpc") << "handle message to node " << to << " not sent: " << e.what();
+    }
+  };
+  post_service(std::move(send));
+}
+
+void RpcEngine::service_loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    if (!service_.empty()) {
+      auto job = std::move(service_.front());
+      service_.pop_front();
+      lock.unlock();
+      job();
+      job = nullptr;
+      lock.lock();
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!timers_.empty() && timers_.begin()->first <= now) {
+      const std::uint64_t id = timers_.begin()->second;
+      lock.unlock();
+      fail_call(id, RpcError::Kind::timeout, "no answer in time: the call was cancelled (a late answer is dropped)",
+                "raise the timeout with Callee(node).within(ms) or rpc().set_default_timeout(ms)");
+      lock.lock();
+      continue;
+    }
+    if (timers_.empty() || timers_.begin()->first == std::chrono::steady_clock::time_point::max()) {
+      service_wake_.wait(lock);
+    } else {
+      service_wake_.wait_until(lock, timers_.begin()->first);
+    }
+  }
+}
+
+void RpcEngine::stop() noexcept {
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      return;
+    }
+    stopping_ = true;  // no new call begins: the served calls below cannot wait on new ones
+    for (const auto& [id, p] : pending_) {
+      ids.push_back(id);
+    }
+  }
+  service_wake_.notify_all();
+  for (auto id : ids) {
+    fail_call(id, RpcError::Kind::stopped, "this node's task stopped before the answer came");
+  }
+  if (service_thread_.joinable()) {
+    service_thread_.join();
+  }
+  queues_.stop();
+  pool_.stop();
+  for (const auto& [owner, object, registrations] : objects_.clear()) {
+    try {
+      auto& wire = pack_buffer();
+      pack_event(wire, static_cast<std::uint64_t>(rpc_wire::RefOp::release), object,
+                 static_cast<std::uint64_t>(registrations), self_.node);
+      SendTarget target;
+      target.node = owner;
+      transport_->send_packed(target, rpc_wire::kRef, wire);
+    } catch (const std::exception&) {  // the owner is gone too
+    }
+  }
+}
+
+RpcStats RpcEngine::stats() const {
+  RpcStats s;
+  s.calls = calls_.load();
+  s.answered = answered_.load();
+  s.failed = failed_.load();
+  s.timed_out = timed_out_.load();
+  s.late_replies = late_.load();
+  s.served = served_.load();
+  s.objects = objects_.owned();
+  s.handles = objects_.held();
+  return s;
+}
+
+}  // namespace ditask::detail

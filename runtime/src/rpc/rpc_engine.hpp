@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// Remote calls on one running task: the calls this node waits for (matched to replies by id,
+// failed by timeout, by their callee leaving, or by stop), the calls it serves (one queue per
+// caller, a pool for concurrent functions), and its remote objects. docs/rpc.md.
+//
+// Threads: take() runs on the transport's io thread (it only matches replies, queues calls and
+// notes membership); served calls run on the per-caller threads or the pool; timeouts and handle
+// messages run on the engine's service thread; begin()/send() on any caller's thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "../remote_event.hpp"
+#include "../transport/transport.hpp"
+#include "ditask/rpc.hpp"
+#include "executors.hpp"
+#include "object_table.hpp"
+#include "rpc_registry.hpp"
+
+namespace ditask::detail {
+
+/// Thread: as above; every public method is safe from any thread but the io thread, except take().
+class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
+ public:
+  /// Who this node is.
+  struct Self {
+    std::int64_t node = 0;
+    std::shared_ptr<const EventMeta> meta;
+    std::set<std::string> labels;  ///< its labels ("node.<id>", --labels, role.<r>), for Callee::label
+  };
+  RpcEngine(std::shared_ptr<Transport> transport, Self self);
+  ~RpcEngine();
+  RpcEngine(const RpcEngine&) = delete;
+  RpcEngine& operator=(const RpcEngine&) = delete;
+
+  /// Starts the service thread (after construction, when shared).
+  void start();
+  /// Fails the pending calls, refuses new ones, lets running served calls end, releases the
+  /// handles held and destroys the objects owned. Idempotent. Not from a served call.
+  void stop() noexcept;
+
+  /// Takes the remote-call events out of `events` and handles them; notes the membership
+  /// notices (which stay). Thread: the io thread.
+  void take(std::vector<RemoteEvent>& events);
+
+  // ---- calls made ----
+  OutgoingCall begin(const Callee& to, std::uint64_t object, std::string_view function, std::string_view display);
+  /// Sends a begun call: `wire` (packed) or `args` (JSON), one of them set.
+  void send(const OutgoingCall& call, const std::vector<std::uint8_t>* wire, EventArgs* args);
+  void abort(const OutgoingCall& call, std::exception_ptr error) noexcept;
+
+  // ---- calls served ----
+  /// Replies to the call this thread serves: `wire` (packed) or `args` (JSON).
+  void reply(const std::vector<std::uint8_t>* wire, EventArgs* args);
+
+  /// Counters.
+  RpcStats stats() const;
+  /// This node's objects and handles.
+  ObjectTable& objects() noexcept { return objects_; }
+  std::int64_t self_node() const noexcept { return self_.node; }
+
+  /// One call being served (rpc_serve.cpp).
+  struct Served;
+
+ private:
+  struct Pending {
+    std::shared_ptr<CallState> state;
+    std::int64_t node = 0;
+    std::chrono::steady_clock::time_point deadline;
+    std::multimap<std::chrono::steady_clock::time_point, std::uint64_t>::iterator timer;
+  };
+  std::int64_t resolve(const Callee& to, std::string_view display) const;
+  // Removes pending call `id` and returns its state (null when it already ended). Caller holds mutex_.
+  std::shared_ptr<CallState> finish_locked(std::uint64_t id);
+  void fail_call(std::uint64_t id, RpcError::Kind kind, const std::string& message, std::string hint = {});
+  void on_reply(RemoteEvent&& e);
+  void on_call(RemoteEvent&& e);
+  void on_ref(RemoteEvent&& e);
+  void on_membership(const RemoteEvent& e);
+  void serve(Served& call);
+  void reply_error(std::int64_t caller, std::uint64_t id, RpcError::Kind kind, const std::string& message,
+                   const std::string& hint);
+  void send_reply(std::int64_t caller, const std::vector<std::uint8_t>* wire, EventArgs* args);
+  void send_ref(std::int64_t to, rpc_wire::RefOp op, std::uint64_t object, std::uint64_t token, std::int64_t about);
+  void post_service(std::function<void()> job);
+  void service_loop();
+
+  const std::shared_ptr<Transport> transport_;
+  const Self self_;
+  ObjectTable objects_;
+  KeyedQueues queues_;
+  ElasticPool pool_{64};
+
+  mutable std::mutex mutex_;
+  std::condition_variable service_wake_;
+  std::unordered_map<std::uint64_t, Pending> pending_;                         // guarded by mutex_
+  std::multimap<std::chrono::steady_clock::time_point, std::uint64_t> timers_;  // guarded by mutex_
+  std::map<std::int64_t, std::string> left_;    // guarded by mutex_: nodes gone, and why
+  std::deque<std::function<void()>> service_;   // guarded by mutex_
+  std::uint64_t next_id_ = 1;                   // guarded by mutex_
+  bool stopping_ = false;                       // guarded by mutex_
+  std::thread service_thread_;
+
+  std::atomic<std::uint64_t> calls_{0}, answered_{0}, failed_{0}, timed_out_{0}, late_{0}, served_{0};
+};
+
+/// The engine of the running task in a worker, or null. Thread: any.
+std::shared_ptr<RpcEngine> current_rpc_engine();
+/// Sets it (join_transport) or clears it (stop).
+void set_current_rpc_engine(std::shared_ptr<RpcEngine> engine);
+
+/// The timeout of a call whose Callee sets none (Rpc::set_default_timeout).
+std::chrono::milliseconds rpc_default_timeout() noexcept;
+
+/// The node an RRef being encoded now goes to (set while a call's arguments or a reply are
+/// packed on this thread), or kNoDestination.
+inline constexpr std::int64_t kNoDestination = -2;
+std::int64_t rref_destination() noexcept;
+void set_rref_destination(std::int64_t node) noexcept;
+/// The caller of the call this thread serves (where its result's RRefs go), or kNoDestination.
+std::int64_t serving_destination() noexcept;
+
+}  // namespace ditask::detail

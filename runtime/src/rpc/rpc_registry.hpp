@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// The functions and classes this process defined for remote calls (Rpc::define, define_class).
+// Process-wide: definitions outlive a task's start and stop.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <typeindex>
+#include <vector>
+
+#include "ditask/handler.hpp"
+
+namespace ditask::detail {
+
+/// One callable: a function, a constructor ("new <Class>") or a method.
+struct RpcEntry {
+  std::string name;
+  Handlers handlers;
+  bool concurrent = false;
+};
+
+/// A defined class: its methods by name.
+struct RpcClass {
+  std::string name;
+  std::map<std::string, std::shared_ptr<const RpcEntry>, std::less<>> methods;
+};
+
+/// Everything defined, by name. Thread: any (a shared mutex; lookups copy a shared_ptr).
+class RpcRegistry {
+ public:
+  /// Defines (or replaces) function `name`.
+  void define(std::string name, Handlers handlers, bool concurrent);
+  /// Removes function `name`; false when absent.
+  bool undefine(std::string_view name);
+  /// Function `name`, or null.
+  std::shared_ptr<const RpcEntry> function(std::string_view name) const;
+  /// Defines class `name` for `type` (again: the same class, kept).
+  void define_class(std::type_index type, const std::string& name);
+  /// Adds (or replaces) a method of class `class_name` (defined first).
+  void define_method(const std::string& class_name, std::string method, Handlers handlers, bool concurrent);
+  /// Method `method` of class `class_name`, or null.
+  std::shared_ptr<const RpcEntry> method(std::string_view class_name, std::string_view method) const;
+  /// The name `type` was defined with, or null (stable: classes are never removed).
+  const std::string* class_name(std::type_index type) const;
+  /// "did you mean" text for an unknown function (or method of `class_name` when non-empty);
+  /// empty when nothing is close.
+  std::string suggest(std::string_view class_name, std::string_view name) const;
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::map<std::string, std::shared_ptr<const RpcEntry>, std::less<>> functions_;  // guarded
+  std::map<std::string, RpcClass, std::less<>> classes_;                           // guarded
+  std::map<std::type_index, const std::string*> class_names_;                       // guarded
+};
+
+/// The process's registry.
+RpcRegistry& rpc_registry();
+
+}  // namespace ditask::detail

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+// RpcEngine: serving calls. A call is queued on the io thread (behind its caller's earlier
+// calls, or on the pool for a concurrent function), converted and run there, and answered by
+// that thread (with an inline write when the link is idle).
+#include <cstring>
+
+#include "../codec/envelope.hpp"
+#include "../transport/inline_write.hpp"
+#include "ditask/error.hpp"
+#include "ditask/runtime/log.hpp"
+#include "call_state_impl.hpp"
+#include "rpc_engine.hpp"
+#include "rpc_wire.hpp"
+
+namespace ditask::detail {
+
+/// One call being served: what came, and what runs it.
+struct RpcEngine::Served {
+  RemoteEvent event;
+  rpc_wire::CallHeader header;
+  std::shared_ptr<const RpcEntry> entry;
+  std::shared_ptr<void> object;  // a method's object (kept alive while it runs)
+  bool object_missing = false;
+  std::string class_name;
+  std::int64_t caller = 0;
+  // While it runs:
+  bool user = false;     // the arguments converted: an exception now is the function's
+  bool replied = false;
+};
+
+namespace {
+thread_local RpcEngine* t_engine = nullptr;
+thread_local void* t_call = nullptr;  // RpcEngine::Served* (private type)
+}  // namespace
+
+void RpcEngine::on_call(RemoteEvent&& e) {
+  if (e.receipt) {
+    e.receipt->done(e.seq, e.bytes, true);  // acknowledged on arrival: a queue of calls never stalls the link
+    e.receipt.reset();
+  }
+  auto call = std::make_shared<Served>();
+  if (!rpc_wire::read_call_header(e, call->header)) {
+    DITASK_LOG(warn, "rpc") << "ignoring a malformed call from node " << (e.meta ? e.meta->sender : -1);
+    return;
+  }
+  call->caller = e.meta ? e.meta->sender : self_.node;
+  if (call->header.object == 0) {
+    call->entry = rpc_registry().function(call->header.function);
+  } else if (auto found = objects_.find(call->header.object)) {
+    call->object = std::move(found->object);
+    call->class_name = std::move(found->class_name);
+    call->entry = rpc_registry().method(call->class_name, call->header.function);
+  } else {
+    call->object_missing = true;
+  }
+  call->event = std::move(e);
+  const bool concurrent = call->entry && call->entry->concurrent;
+  auto job = [this, call] { serve(*call); };
+  const bool queued = concurrent ? pool_.submit(std::move(job)) : queues_.submit(call->caller, std::move(job));
+  if (!queued) {
+    DITASK_LOG(debug, "rpc") << "call '" << call->header.function << "' from node " << call->caller
+                             << " dropped: this node is stopping";
+  }
+}
+
+void RpcEngine::serve(Served& call) {
+  t_engine = this;
+  t_call = &call;
+  set_rref_destination(call.caller);  // RRefs in the result go to the caller
+  grant_inline_write();
+  const auto& h = call.header;
+  const std::string where = "node " + std::to_string(self_.node);
+  try {
+    if (queues_.stopping()) {
+      reply_error(call.caller, h.id, RpcError::Kind::stopped, where + " is stopping", "");
+    } else if (call.object_missing) {
+      reply_error(call.caller, h.id, RpcError::Kind::unknown_object,
+                  "no object #" + std::to_string(h.object) + " on " + where +
+                      " (every handle to it was released, or its owner restarted)",
+                  "");
+    } else if (!call.entry) {
+      const bool method = h.object != 0;
+      const std::string what = method ? "method '" + h.function + "' of class '" + call.class_name + "'"
+                               : h.function.starts_with("new ")
+                                   ? "class '" + h.function.substr(4) + "' (or it has no constructor)"
+                                   : "function '" + h.function + "'";
+      std::string hint = rpc_registry().suggest(method ? call.class_name : "", h.function);
+      if (hint.empty()) {
+        hint = method ? "add it with define_class(...).method(\"" + h.function + "\", ...)"
+                      : "define it on the callee with rpc().define(\"" + h.function + "\", ...) before task().start()";
+      }
+      reply_error(call.caller, h.id, RpcError::Kind::unknown_function, "no " + what + " on " + where, hint);
+    } else {
+      const EventMeta& meta = *call.event.meta;
+      bool done = false;
+      if (call.event.packed && call.entry->handlers.packed) {
+        done = call.entry->handlers.packed(rpc_wire::args_after(call.event, 3), meta);
+      }
+      if (!done) {
+        call.entry->handlers.raw(rpc_wire::json_args_after(call.event, 3), meta);
+      }
+    }
+  } catch (...) {
+    if (!call.replied) {
+      const std::string text = describe(std::current_exception());
+      if (call.user) {
+        reply_error(call.caller, h.id, RpcError::Kind::remote_exception, text, "");
+      } else {
+        reply_error(call.caller, h.id, RpcError::Kind::bad_arguments, "the arguments do not fit: " + text,
+                    "pass what the function's parameters take");
+      }
+    }
+  }
+  ++served_;
+  set_rref_destination(kNoDestination);
+  t_call = nullptr;
+  t_engine = nullptr;
+}
+
+void RpcEngine::reply(const std::vector<std::uint8_t>* wire, EventArgs* args) {
+  auto* call = static_cast<Served*>(t_call);
+  if (call == nullptr || t_engine != this) {
+    throw Error("no remote call is being served on this thread");
+  }
+  call->replied = true;
+  send_reply(call->caller, wire, args);
+}
+
+void RpcEngine::reply_error(std::int64_t caller, std::uint64_t id, RpcError::Kind kind, const std::string& message,
+                            const std::string& hint) {
+  if (auto* call = static_cast<Served*>(t_call)) {
+    call->replied = true;
+  }
+  auto& wire = pack_buffer();
+  pack_event(wire, id, rpc_wire::status_of(kind), message, hint);
+  send_reply(caller, &wire, nullptr);
+}
+
+void RpcEngine::send_reply(std::int64_t caller, const std::vector<std::uint8_t>* wire, EventArgs* args) {
+  if (caller == self_.node) {
+    RemoteEvent e = wire != nullptr ? rpc_wire::local_event(rpc_wire::kReply, *wire, self_.meta)
+                                    : rpc_wire::local_event(rpc_wire::kReply, codec::encode_event_args(*args), self_.meta);
+    on_reply(std::move(e));
+    return;
+  }
+  try {
+    SendTarget target;
+    target.node = caller;
+    if (wire != nullptr) {
+      send_wire(*transport_, target, rpc_wire::kReply, *wire);
+    } else {
+      transport_->send(target, rpc_wire::kReply, *args);
+    }
+  } catch (const std::exception& e) {
+    DITASK_LOG(debug, "rpc") << "reply to node " << caller << " not sent: " << e.what();
+  }
+}
+
+std::int64_t serving_destination() noexcept {
+  auto* call = static_cast<RpcEngine::Served*>(t_call);
+  return call != nullptr ? call->caller : kNoDestination;
+}
+
+// ---- the serving helpers rpc.hpp's templates call ----
+
+std::uint64_t serving_call_id() noexcept {
+  auto* call = static_cast<RpcEngine::Served*>(t_call);
+  return call != nullptr ? call->header.id : 0;
+}
+
+void* serving_object() noexcept {
+  auto* call = static_cast<RpcEngine::Served*>(t_call);
+  return call != nullptr ? call->object.get() : nullptr;
+}
+
+void enter_user_code() noexcept {
+  if (auto* call = static_cast<RpcEngine::Served*>(t_call)) {
+    call->user = true;
+  }
+}
+
+void reply_packed(const std::vector<std::uint8_t>& wire) {
+  if (t_engine == nullptr) {
+    throw Error("no remote call is being served on this thread");
+  }
+  t_engine->reply(&wire, nullptr);
+}
+
+void reply_args(EventArgs args) {
+  if (t_engine == nullptr) {
+    throw Error("no remote call is being served on this thread");
+  }
+  t_engine->reply(nullptr, &args);
+}
+
+}  // namespace ditask::detail

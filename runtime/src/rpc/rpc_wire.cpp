@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+#include "rpc_wire.hpp"
+
+#include "../codec/envelope.hpp"
+
+namespace ditask::detail::rpc_wire {
+
+RpcError::Kind kind_of(std::uint64_t status) {
+  constexpr auto last = static_cast<std::uint64_t>(RpcError::Kind::stopped);
+  if (status == 0 || status - 1 > last) {
+    return RpcError::Kind::remote_exception;
+  }
+  return static_cast<RpcError::Kind>(status - 1);
+}
+
+namespace {
+
+// Reads header values in order from the packed view, or from JSON when the event came so.
+class HeaderReader {
+ public:
+  explicit HeaderReader(const RemoteEvent& e) : e_(e) {
+    if (e.packed) {
+      view_ = e.packed->view();
+      p_ = view_.data;
+    } else {
+      json_ = &e.args->args;
+    }
+  }
+  bool number(std::uint64_t& out) {
+    if (json_ != nullptr) {
+      if (i_ >= json_->size() || !(*json_)[i_].is_number_unsigned()) {
+        return false;
+      }
+      out = (*json_)[i_++].get<std::uint64_t>();
+      return true;
+    }
+    return i_++ < view_.count && unpack_value(p_, view_.end, out);
+  }
+  bool text(std::string& out) {
+    if (json_ != nullptr) {
+      if (i_ >= json_->size() || !(*json_)[i_].is_string()) {
+        return false;
+      }
+      out = (*json_)[i_++].get<std::string>();
+      return true;
+    }
+    return i_++ < view_.count && unpack_value(p_, view_.end, out);
+  }
+
+ private:
+  const RemoteEvent& e_;
+  PackedArgs view_;
+  const std::uint8_t* p_ = nullptr;
+  const json* json_ = nullptr;
+  std::size_t i_ = 0;
+};
+
+}  // namespace
+
+bool read_call_header(const RemoteEvent& e, CallHeader& out) {
+  HeaderReader r(e);
+  return r.number(out.id) && r.text(out.function) && r.number(out.object);
+}
+
+bool read_reply_header(const RemoteEvent& e, ReplyHeader& out) {
+  HeaderReader r(e);
+  return r.number(out.id) && r.number(out.status);
+}
+
+PackedArgs args_after(const RemoteEvent& e, std::size_t skip) {
+  if (!e.packed) {
+    return PackedArgs{};
+  }
+  PackedArgs view = e.packed->view();
+  Reader reader(view.data, view.end);
+  for (std::size_t i = 0; i < skip && i < view.count; ++i) {
+    reader.skip(codec::kMaxNesting);
+  }
+  view.data = reader.position();
+  view.count = view.count >= skip ? view.count - skip : 0;
+  return view;
+}
+
+EventArgs json_args_after(const RemoteEvent& e, std::size_t skip) {
+  EventArgs args = e.unpacked();
+  auto& list = args.args;
+  list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(std::min(skip, list.size())));
+  return args;
+}
+
+RemoteEvent local_event(std::string event, const std::vector<std::uint8_t>& payload,
+                        std::shared_ptr<const EventMeta> meta) {
+  RemoteEvent e;
+  e.event = std::move(event);
+  e.packed = codec::locate_event_args(payload);
+  if (e.packed) {
+    e.packed->bytes = payload;
+  } else {
+    e.args = codec::decode_event_args(payload);
+  }
+  e.meta = std::move(meta);
+  return e;
+}
+
+}  // namespace ditask::detail::rpc_wire

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// How remote calls travel: three task-layer topics on the transport, each an ordinary event
+// payload whose first positional values are a header. docs/rpc.md "Wire".
+//   ditask.rpc.call   [id, function, object, arguments...] + named arguments
+//   ditask.rpc.reply  [id, 0, result?]  or  [id, 1 + RpcError::Kind, message, hint]
+//   ditask.rpc.ref    [op, object, token, node]  (handle bookkeeping, docs/rpc.md "Lifetime")
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "../remote_event.hpp"
+#include "ditask/rpc_future.hpp"
+
+namespace ditask::detail::rpc_wire {
+
+inline constexpr std::string_view kPrefix = "ditask.rpc.";
+inline constexpr const char* kCall = "ditask.rpc.call";
+inline constexpr const char* kReply = "ditask.rpc.reply";
+inline constexpr const char* kRef = "ditask.rpc.ref";
+
+/// The reply status of an error of `kind` (0 is a result).
+constexpr std::uint8_t status_of(RpcError::Kind kind) { return static_cast<std::uint8_t>(1 + static_cast<int>(kind)); }
+/// The kind of a nonzero status (remote_exception for an unknown one).
+RpcError::Kind kind_of(std::uint64_t status);
+
+/// What ditask.rpc.ref says.
+enum class RefOp : std::uint8_t {
+  add = 1,      ///< to the owner: register the sender for object; then tell `node` fork `token` is done
+  release = 2,  ///< to the owner: the sender drops `token` registrations of object
+  fork_done = 3 ///< to a holder: the receiver of fork `token` is registered, drop the fork's hold
+};
+
+/// A call's header.
+struct CallHeader {
+  std::uint64_t id = 0;
+  std::string function;
+  std::uint64_t object = 0;
+};
+/// A reply's header.
+struct ReplyHeader {
+  std::uint64_t id = 0;
+  std::uint64_t status = 0;
+};
+
+/// Reads a call's (a reply's) header from the first positional values of `e`. False for a
+/// payload that does not start so.
+bool read_call_header(const RemoteEvent& e, CallHeader& out);
+bool read_reply_header(const RemoteEvent& e, ReplyHeader& out);
+/// The positional arguments after the first `skip` (the fast path's view; count 0 for JSON).
+PackedArgs args_after(const RemoteEvent& e, std::size_t skip);
+/// The same as JSON (named arguments kept).
+EventArgs json_args_after(const RemoteEvent& e, std::size_t skip);
+/// An event built from a payload this node packed itself (a call or reply to itself).
+/// Errors: ditask::Error for a malformed payload (never for one pack_event wrote).
+RemoteEvent local_event(std::string event, const std::vector<std::uint8_t>& payload,
+                        std::shared_ptr<const EventMeta> meta);
+
+}  // namespace ditask::detail::rpc_wire

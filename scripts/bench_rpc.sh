@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: MIT
+# The rpc mode of scripts/bench.sh (sourced by it, after bench_mesh.sh, whose helpers it uses):
+# remote calls against the mesh's own event round trip and the raw Asio ping-pong, measured in
+# the same run, R interleaved runs each, medians reported. Figures (2 workers, tcp):
+#   call p50/p99 and calls/s with 1, 8 and 64 calls of 64 B in flight (bench_rpc calls);
+#   a 1 MiB argument's round trip; the event round trip (bench_mesh rtt) and the raw one; the
+#   one-way 64-byte event rate (bench_mesh stream).
+# Targets: call p50 (1 in flight) <= 1.2x the event round trip; calls/s with 64 in flight >= 0.3x
+# the one-way event rate.
+# shellcheck shell=bash disable=SC2034
+
+RPC_MODULE="$BUILD_DIR/lib/ditask/plugins/libbench_rpc.so"
+declare -A RPC
+
+# rpc_cmd ARGS...: the bench_rpc calls entry with module parameters ARGS.
+rpc_cmd() {
+  RCMD=("$DITASK" --package "$RPC_MODULE" --main calls --parallel-workers 2 --timeout "$TIMEOUT" -- "$@"
+        "timeout_s=$((TIMEOUT > 20 ? TIMEOUT - 10 : TIMEOUT))")
+}
+
+# One run of everything; appends each value to RPC[<name>] (space-separated).
+rpc_round() {
+  local i=$1 out k
+  out="$DITASK_LOG_DIR/rpc-raw-$i.out"
+  run_to "$out" "$RAW" rtt --transport tcp --rounds "$ROUNDS" --warmup "$WARMUP" || return
+  RPC[raw_p50]+=" $(field "$out" "raw_mesh_bench rtt " p50_us)" || return
+  MODULE_PARAMS=("rounds=$ROUNDS" "warmup=$WARMUP")
+  ditask_cmd rtt 2 --protocol tcp
+  out="$DITASK_LOG_DIR/rpc-event-$i.out"
+  run_to "$out" "${DCMD[@]}" || return
+  RPC[event_p50]+=" $(field "$out" "bench_mesh rtt " p50_us)" || return
+  RPC[event_p99]+=" $(field "$out" "bench_mesh rtt " p99_us)" || return
+  for k in 1 8 64; do
+    rpc_cmd "rounds=$ROUNDS" "warmup=$WARMUP" "inflight=$k" size=64
+    out="$DITASK_LOG_DIR/rpc-calls-$k-$i.out"
+    run_to "$out" "${RCMD[@]}" || return
+    RPC[p50_$k]+=" $(field "$out" "bench_rpc calls " p50_us)" || return
+    RPC[p99_$k]+=" $(field "$out" "bench_rpc calls " p99_us)" || return
+    RPC[rate_$k]+=" $(field "$out" "bench_rpc calls " calls_per_s)" || return
+  done
+  rpc_cmd "rounds=$BIG_ROUNDS" warmup=20 inflight=1 size=1048576
+  out="$DITASK_LOG_DIR/rpc-big-$i.out"
+  run_to "$out" "${RCMD[@]}" || return
+  RPC[big_p50]+=" $(field "$out" "bench_rpc calls " p50_us)" || return
+  MODULE_PARAMS=("count=$COUNT" size=64)
+  ditask_cmd stream 2
+  out="$DITASK_LOG_DIR/rpc-stream-$i.out"
+  run_to "$out" "${DCMD[@]}" || return
+  RPC[stream]+=" $(field "$out" "bench_mesh stream " events_per_s)" || return
+}
+
+rpc_measure() {
+  local i
+  for ((i = 0; i < RUNS; i++)); do
+    rpc_round "$i" || return
+  done
+}
+
+# rpc_line FIGURE UNIT VALUE BASELINE_NAME BASELINE TARGET: one JSON line and one table row.
+rpc_line() {
+  local figure=$1 unit=$2 value=$3 bname=$4 base=$5 target=$6 ratio met
+  ratio=$(fratio "$value" "$base")
+  met=$(meets "$target" "$ratio" "$value")
+  printf '{"figure":"%s","unit":"%s","ditask":%s,"baseline":"%s","baseline_value":%s,"ratio":%s,"target":%s,"met":%s,"runs":%s}\n' \
+    "$figure" "$unit" "$value" "$bname" "$base" "$ratio" \
+    "$([[ $target == - ]] && echo null || echo "\"$target\"")" "$met" "$RUNS" >>"$RPC_JSON"
+  local verdict="(no target)"
+  [[ $met == true ]] && verdict=met
+  [[ $met == false ]] && verdict="NOT met"
+  printf '%-28s %12s %-22s %12s %7s  %-7s %s\n' "$figure ($unit)" "$value" "$bname" "$base" "$ratio" "$target" \
+    "$verdict" >>"$RPC_TABLE"
+}
+
+rpc_main() {
+  local m k
+  BIG_ROUNDS=${BIG_ROUNDS:-200}
+  require_files "$DITASK" "$RPC_MODULE" "$MESH_MODULE" "$RAW"
+  mkdir -p "$DITASK_LOG_DIR"
+  rm -f "$DITASK_LOG_DIR"/rpc-*.out
+  mesh_step "rpc: calls (1, 8, 64 in flight), 1 MiB calls, event rtt, raw rtt, event stream, $RUNS_TEXT" \
+    rpc_measure
+  if ((${#MESH_FAILED[@]})); then
+    echo "error: failed: ${MESH_FAILED[*]} (logs in ${DITASK_LOG_DIR#"$DITASK_ROOT"/})" >&2
+    return 1
+  fi
+  declare -A M
+  for m in "${!RPC[@]}"; do
+    # shellcheck disable=SC2086
+    M[$m]=$(fmedian ${RPC[$m]})
+  done
+  RPC_JSON=$(mktemp) RPC_TABLE=$(mktemp)
+  rpc_line "call p50, 1 in flight" us "${M[p50_1]}" "event rtt p50" "${M[event_p50]}" "<= 1.2"
+  rpc_line "call p50, 1 in flight" us "${M[p50_1]}" "raw rtt p50" "${M[raw_p50]}" -
+  rpc_line "call p99, 1 in flight" us "${M[p99_1]}" "event rtt p99" "${M[event_p99]}" -
+  for k in 1 8 64; do
+    local target=-
+    ((k == 64)) && target=">= 0.3"
+    rpc_line "calls/s, $k in flight" "calls/s" "${M[rate_$k]}" "one-way events/s" "${M[stream]}" "$target"
+  done
+  for k in 8 64; do
+    rpc_line "call p50, $k in flight" us "${M[p50_$k]}" "event rtt p50" "${M[event_p50]}" -
+  done
+  rpc_line "1 MiB call p50" us "${M[big_p50]}" "64 B call p50" "${M[p50_1]}" -
+  echo
+  echo "JSON, one line per figure (ratio = ditask / baseline):"
+  cat "$RPC_JSON"
+  echo
+  echo "ditask rpc vs the mesh's own events and raw Asio, median of $RUNS_TEXT (tcp, $(nproc) cores):"
+  printf '%-28s %12s %-22s %12s %7s  %-7s %s\n' figure ditask baseline value ratio target result
+  cat "$RPC_TABLE"
+  rm -f "$RPC_JSON" "$RPC_TABLE"
+}

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+// Remote calls between real workers (plugins/rpc_tests): results and errors, 10,000 calls in
+// flight, nested calls, timeouts, a callee and a holder dying, remote objects' lifetime.
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "mesh_support.hpp"
+#include "run_ditask.hpp"
+
+using namespace ditask::test;
+using namespace ditask::test::mesh;
+using namespace std::chrono_literals;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+std::vector<std::string> rpc_args(const std::string& entry, int workers, std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"--package", module_path("rpc_tests"), "--main", entry, "--parallel-workers",
+                                   std::to_string(workers)};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// The value of "[node 1] CHECK <name> <value>".
+std::string check_of(const std::string& out, const std::string& name) {
+  for (const auto& line : tagged(out, 1, "CHECK")) {
+    if (line.rfind(name + " ", 0) == 0) {
+      return line.substr(name.size() + 1);
+    }
+  }
+  return "<no CHECK " + name + ">";
+}
+
+}  // namespace
+
+TEST_CASE("rpc: results, errors and futures travel between processes, over tcp and ipc", "[rpc][integration]") {
+  const std::string protocol = GENERATE(as<std::string>{}, "tcp", "ipc");
+  CAPTURE(protocol);
+  auto r = run_ditask(rpc_args("rpc_basic", 2, {"--protocol", protocol}), 60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(result_of(r.out, 1) == "done");
+  CHECK(check_of(r.out, "add") == "5");
+  CHECK(check_of(r.out, "concat") == "5:97,3");  // "ab" + bytes 1,2,3 as raw bytes
+  CHECK(check_of(r.out, "summary") == "3:8");    // a JSON result (a map)
+  CHECK(check_of(r.out, "who") == "1");          // the callee learned its caller
+  CHECK(check_of(r.out, "touch") == "ok");
+  CHECK(check_of(r.out, "scaled") == "42");      // named arguments
+  CHECK(check_of(r.out, "self") == "42");        // a call to this node itself
+  CHECK(check_of(r.out, "by_label") == "2");
+  CHECK(check_of(r.out, "boom") == "remote_exception|0|boom|it broke|");
+  CHECK(check_of(r.out, "unknown") == "unknown_function|0|ad|no function 'ad' on node 0|did you mean 'add'?");
+  CHECK_THAT(check_of(r.out, "bad_arguments"), StartsWith("bad_arguments|0|add|the arguments do not fit: argument 0: "));
+  CHECK_THAT(check_of(r.out, "arity"), StartsWith("bad_arguments|0|add|the arguments do not fit: "));
+  CHECK_THAT(check_of(r.out, "bad_result"), StartsWith("bad_result|0|text|the result does not convert"));
+  CHECK_THAT(check_of(r.out, "no_result"), StartsWith("bad_result|0|touch|the result does not convert to the type "
+                                                      "asked for: the function returned nothing"));
+  CHECK(check_of(r.out, "no_label") ==
+        "not_connected|-1|add|no connected node has role 'nobody'|give the callee that role with ditask --roles");
+  CHECK(check_of(r.out, "then") == "42");
+  CHECK(check_of(r.out, "then_error") == "remote_exception|0|boom|again|");
+  CHECK(check_of(r.out, "gather") == "4");  // four concurrent calls were inside at once
+  CHECK(check_of(r.out, "polled") == "done");
+  CHECK(check_of(r.out, "stats") == "calls=21 answered=15 failed=6 served=1");
+}
+
+TEST_CASE("rpc: 10,000 calls in flight from 3 callers are answered exactly once, FIFO per caller",
+          "[rpc][integration]") {
+  auto r = run_ditask(rpc_args("rpc_many", 4, {"--", "count=3334"}), 120s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) == "served=10002 out_of_order=0");
+  for (long node = 1; node <= 3; ++node) {
+    CAPTURE(node);
+    CHECK(result_of(r.out, node) == "answered=3334 wrong=0");
+  }
+}
+
+TEST_CASE("rpc: a served call calls back into its caller, which calls a third level, without deadlock",
+          "[rpc][integration]") {
+  auto r = run_ditask(rpc_args("rpc_nested", 2), 60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) == "sync=10100 async=2550");
+}
+
+TEST_CASE("rpc: a timed-out call fails with timeout and its late answer is dropped and counted",
+          "[rpc][integration]") {
+  auto r = run_ditask(rpc_args("rpc_timeout", 2), 60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) ==
+        "timeout=timeout|1|hold|no answer in time: the call was cancelled (a late answer is dropped)|raise the "
+        "timeout with Callee(node).within(ms) or rpc().set_default_timeout(ms) late=1 timed_out=1 after=5");
+}
+
+TEST_CASE("rpc: a callee that dies mid-call fails the call with node_left; its restart serves new calls",
+          "[rpc][integration]") {
+  auto r = run_ditask(rpc_args("rpc_callee_dies", 2, {"--auto-recover", "--restart-backoff", "0"}), 90s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) == "died=node_left|1|die|node 1 left (connection lost) before it answered| attempt=1");
+}
+
+TEST_CASE("rpc: remote objects are created, called through passed handles, and destroyed when released",
+          "[rpc][integration]") {
+  auto r = run_ditask(rpc_args("rpc_objects", 3), 90s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) ==
+        "owner=1 add=15 here=15 bump=115 get=115 async=116 destroyed=1 self_bump=101 local=101 kept_by=1 "
+        "use_kept=1 alive=1 after_drop=2 returned_owner=2 returned_get=42 unknown_method=did you mean 'add'?");
+  CHECK(result_of(r.out, 1) == "destroyed=3 objects=0");
+}
+
+TEST_CASE("rpc: a holder that dies releases its handles, and the owner destroys the object",
+          "[rpc][integration]") {
+  auto r = run_ditask(rpc_args("rpc_holder_dies", 3, {"--auto-recover", "--restart-backoff", "0"}), 90s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) ==
+        "alive_before=1 died=call 'die' on node 2 failed: node 2 left (connection lost) before it answered");
+  CHECK(result_of(r.out, 1) == "destroyed=1 objects=0");
+}
+
+TEST_CASE("rpc: the agent/observer REINFORCE example reaches a low threshold over remote calls",
+          "[rpc][integration][rl]") {
+  auto r = run_ditask({"--package", module_path("rpc_cartpole"), "--main", "main", "--parallel-workers", "3", "--",
+                       "threshold=50"},
+                      120s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(lines_with(r.out, "[node 0] agent on node 0, 2 observer(s)").size() == 1);
+  CHECK(lines_with(r.out, "[node 0] Solved! Running reward is now ").size() == 1);
+  const auto summary = tagged(r.out, 0, "SUMMARY");
+  REQUIRE(summary.size() == 1);
+  CHECK(field(summary[0], "observers") == "2");
+  // Two calls per step of each observer (select_action, report_reward), all served by the agent.
+  CHECK(std::stol(field(summary[0], "rpcs")) >= 2 * 2 * std::stol(field(summary[0], "episodes")));
+}
