@@ -78,10 +78,11 @@ DITASK_MAIN(rpc_objects) {
   auto& rpc = ditask::rpc();
   auto running = ditask::task().start();
   if (node_id() == 1) {
+    rpc_tests::FinishWatch finish;
     ditask::task().ready();
     g_destroyed.wait([](int n) { return n >= 3; }, "three Counters destroyed", std::chrono::minutes(2));
     result("destroyed=" + std::to_string(g_destroyed.get()) + " objects=" + std::to_string(rpc.stats().objects));
-    serve_until_finish();
+    finish.wait();
     return;
   }
   if (node_id() != 0) {
@@ -139,10 +140,11 @@ DITASK_MAIN(rpc_holder_dies) {
   auto& rpc = ditask::rpc();
   auto running = ditask::task().start();
   if (node_id() == 1) {
+    rpc_tests::FinishWatch finish;
     ditask::task().ready();
     g_destroyed.wait([](int n) { return n >= 1; }, "the Counter destroyed", std::chrono::minutes(2));
     result("destroyed=" + std::to_string(g_destroyed.get()) + " objects=" + std::to_string(rpc.stats().objects));
-    serve_until_finish();
+    finish.wait();
     return;
   }
   if (node_id() != 0) {

@@ -9,15 +9,28 @@
 
 namespace rpc_tests {
 
+/// Catches the driving node's finish from its creation on: make it before ready() (which drops the
+/// early events nobody waits for) and before anything that may take longer than the driver.
+class FinishWatch {
+ public:
+  FinishWatch() : finish_(ditask::task().waiter(ditask::events::finish)) {}
+  /// Waits for the finish. Errors: std::runtime_error after 2 minutes without it.
+  void wait() {
+    if (!finish_.wait(std::chrono::minutes(2))) {
+      throw std::runtime_error("no finish from the driving node within 2 minutes");
+    }
+  }
+
+ private:
+  ditask::Waiter finish_;
+};
+
 /// Serves calls until the driving node's task stops (its finish broadcast).
 /// Errors: std::runtime_error after 2 minutes without it.
 inline void serve_until_finish() {
-  auto& task = ditask::task();
-  auto finish = task.waiter(ditask::events::finish);  // before ready(): a finish that came already is kept
-  task.ready();
-  if (!finish.wait(std::chrono::minutes(2))) {
-    throw std::runtime_error("no finish from the driving node within 2 minutes");
-  }
+  FinishWatch finish;
+  ditask::task().ready();
+  finish.wait();
 }
 
 }  // namespace rpc_tests

@@ -19,7 +19,7 @@ namespace ditask {
 
 namespace detail {
 
-class RpcEngine;
+class ObjectTable;
 
 /// This node's hold on one remote object (or on one of its own): shared by every RRef copy in
 /// the process; when the last copy goes, the owner is told (the reference is released).
@@ -27,7 +27,7 @@ class RpcEngine;
 class DITASK_API RefRecord {
  public:
   RefRecord(std::int64_t owner, std::uint64_t id, std::string class_name, std::shared_ptr<void> local,
-            std::weak_ptr<RpcEngine> engine) noexcept;
+            std::weak_ptr<ObjectTable> table) noexcept;
   ~RefRecord();
   RefRecord(const RefRecord&) = delete;
   RefRecord& operator=(const RefRecord&) = delete;
@@ -45,7 +45,7 @@ class DITASK_API RefRecord {
   std::uint64_t id_;
   std::string class_name_;
   std::shared_ptr<void> local_;
-  std::weak_ptr<RpcEngine> engine_;
+  std::weak_ptr<ObjectTable> table_;  // where its drop is told (gone once the task stopped)
 };
 
 /// A handle as it travels in a call's arguments or result: registers the receiver with the

@@ -20,6 +20,9 @@ CallState::~CallState() = default;
 
 bool CallState::wait(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(impl_->mutex);
+  if (impl_->done) {
+    return true;  // no wait: no inline grant either, so a loop of calls is batched by the io thread
+  }
   bool done = false;
   if (timeout == std::chrono::milliseconds::max()) {
     impl_->completed.wait(lock, [&] { return impl_->done; });
@@ -101,8 +104,8 @@ std::vector<std::function<void()>> CallState::Impl::finish_locked() {
 void CallState::Impl::run(std::vector<std::function<void()>> list, bool posted) {
   completed.notify_all();
   for (auto& fn : list) {
-    if (posted && post) {
-      post(std::move(fn));
+    if (posted) {
+      post_callback(engine, std::move(fn));
     } else {
       fn();
     }

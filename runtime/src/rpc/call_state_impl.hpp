@@ -16,10 +16,12 @@
 
 namespace ditask::detail {
 
+class RpcEngine;
+/// Runs `fn` on `engine`'s pool (on this thread when the engine is gone or stopping).
+void post_callback(const std::weak_ptr<RpcEngine>& engine, std::function<void()> fn);
+
 // Hidden: CallState is exported, and its nested type would be too.
 struct __attribute__((visibility("hidden"))) CallState::Impl {
-  /// Runs a callback off the completing thread (the transport's io thread); set by the engine.
-  using Post = std::function<void(std::function<void()>)>;
 
   mutable std::mutex mutex;
   mutable std::condition_variable completed;
@@ -28,7 +30,7 @@ struct __attribute__((visibility("hidden"))) CallState::Impl {
   std::optional<RemoteEvent> reply;                    // set before done: a remote result
   std::shared_ptr<void> local;                         // set before done: a local result
   std::vector<std::function<void()>> callbacks;        // guarded by mutex
-  Post post;                                           // fixed before the call is sent
+  std::weak_ptr<RpcEngine> engine;                     // runs callbacks off the io thread; fixed before sending
   std::int64_t node = -1;                              // fixed before the call is sent
   std::string function;                                // fixed before the call is sent
 

@@ -51,8 +51,8 @@ void ElasticPool::stop() noexcept {
   }
 }
 
-bool KeyedQueues::submit(std::int64_t key, std::function<void()> job) {
-  std::lock_guard lock(mutex_);
+bool KeyedQueues::submit(std::int64_t key, Job job) {
+  std::unique_lock lock(mutex_);
   if (stopping_) {
     return false;
   }
@@ -63,22 +63,32 @@ bool KeyedQueues::submit(std::int64_t key, std::function<void()> job) {
     slot->thread = std::thread([this, q = slot.get()] { loop(*q); });
     return true;
   }
-  slot->jobs.push_back(std::move(job));
-  queued_.notify_all();  // one condition for all queues: few callers, and waking one is cheap
+  Queue& queue = *slot;
+  queue.jobs.push_back(std::move(job));
+  if (queue.waiting) {
+    queue.waiting = false;
+    lock.unlock();
+    queue.queued.notify_one();  // only a sleeping thread is woken: a busy one finds the job itself
+  }
   return true;
 }
 
 void KeyedQueues::loop(Queue& queue) {
   std::unique_lock lock(mutex_);
   for (;;) {
-    queued_.wait(lock, [&] { return stopping_ || !queue.jobs.empty(); });
+    while (!stopping_ && queue.jobs.empty()) {
+      queue.waiting = true;
+      queue.queued.wait(lock);
+    }
+    queue.waiting = false;
     if (queue.jobs.empty()) {
       return;  // stopping, and nothing left
     }
     auto job = std::move(queue.jobs.front());
     queue.jobs.pop_front();
+    const bool last = queue.jobs.empty();
     lock.unlock();
-    job();
+    job(last);
     job = nullptr;
     lock.lock();
   }
@@ -87,18 +97,20 @@ void KeyedQueues::loop(Queue& queue) {
 void KeyedQueues::stop() noexcept {
   // Each thread ends once its queue is empty; queues_ keeps its shape while stopping (submit
   // refuses), so the threads can be joined without the lock.
-  std::vector<std::thread*> threads;
+  std::vector<Queue*> queues;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     for (auto& [key, q] : queues_) {
-      threads.push_back(&q->thread);
+      queues.push_back(q.get());
     }
   }
-  queued_.notify_all();
-  for (auto* t : threads) {
-    if (t->joinable()) {
-      t->join();
+  for (auto* q : queues) {
+    q->queued.notify_all();
+  }
+  for (auto* q : queues) {
+    if (q->thread.joinable()) {
+      q->thread.join();
     }
   }
 }

@@ -49,9 +49,11 @@ class KeyedQueues {
   ~KeyedQueues() { stop(); }
   KeyedQueues(const KeyedQueues&) = delete;
   KeyedQueues& operator=(const KeyedQueues&) = delete;
+  /// A job; `last` is true when no other job of its key waits behind it.
+  using Job = std::function<void(bool last)>;
   /// Queues `job` behind the jobs of `key` (starting its thread on first use); false once
   /// stopped.
-  bool submit(std::int64_t key, std::function<void()> job);
+  bool submit(std::int64_t key, Job job);
   /// Runs what is queued (a job sees stopping() and may refuse its work), then joins every
   /// thread. Idempotent.
   void stop() noexcept;
@@ -60,13 +62,14 @@ class KeyedQueues {
 
  private:
   struct Queue {
-    std::deque<std::function<void()>> jobs;  // guarded by the owner's mutex_
+    std::deque<Job> jobs;              // guarded by the owner's mutex_
+    bool waiting = false;              // guarded by the owner's mutex_: its thread sleeps
+    std::condition_variable queued;    // its thread's wake-up
     std::thread thread;
   };
   void loop(Queue& queue);
 
   mutable std::mutex mutex_;
-  std::condition_variable queued_;
   std::map<std::int64_t, std::unique_ptr<Queue>> queues_;  // guarded by mutex_
   bool stopping_ = false;                                  // guarded by mutex_
 };

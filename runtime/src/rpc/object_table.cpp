@@ -12,7 +12,7 @@ std::shared_ptr<RefRecord> ObjectTable::local_record_locked(std::uint64_t id, Ow
   if (auto existing = owned.local.lock()) {
     return existing;
   }
-  auto record = std::make_shared<RefRecord>(self_, id, owned.class_name, owned.object, engine_);
+  auto record = std::make_shared<RefRecord>(self_, id, owned.class_name, owned.object, self_ref_);
   owned.local = record;
   return record;
 }
@@ -88,7 +88,7 @@ std::shared_ptr<RefRecord> ObjectTable::from_json(const json& value, const std::
   Held& held = held_[{owner, id}];
   auto record = held.record.lock();
   if (!record) {
-    record = std::make_shared<RefRecord>(owner, id, cls, nullptr, engine_);
+    record = std::make_shared<RefRecord>(owner, id, cls, nullptr, self_ref_);
     held = Held{record, record.get(), 0};
   }
   if (preregistered || token != 0) {

@@ -29,8 +29,8 @@ class ObjectTable {
                                      std::uint64_t token, std::int64_t about)>;
   ObjectTable(std::int64_t self, SendRef send) : self_(self), send_(std::move(send)) {}
 
-  /// Sets the engine records point back to (once, right after construction).
-  void set_engine(std::weak_ptr<RpcEngine> engine) { engine_ = std::move(engine); }
+  /// Sets where its records tell their drop: this table, as its owner shares it (once, before use).
+  void set_self(std::weak_ptr<ObjectTable> self) { self_ref_ = std::move(self); }
 
   // ---- owner side ----
   /// Makes `object` callable and returns this node's record of it.
@@ -87,7 +87,7 @@ class ObjectTable {
 
   const std::int64_t self_;
   const SendRef send_;
-  std::weak_ptr<RpcEngine> engine_;
+  std::weak_ptr<ObjectTable> self_ref_;
   mutable std::mutex mutex_;
   std::map<std::uint64_t, Owned> owned_;     // guarded by mutex_
   std::map<Key, Held> held_;                 // guarded by mutex_

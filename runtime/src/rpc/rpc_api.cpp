@@ -71,12 +71,12 @@ void abort_call(const OutgoingCall& call, std::exception_ptr error) noexcept {
 // ---- handles ----
 
 RefRecord::RefRecord(std::int64_t owner, std::uint64_t id, std::string class_name, std::shared_ptr<void> local,
-                     std::weak_ptr<RpcEngine> engine) noexcept
-    : owner_(owner), id_(id), class_name_(std::move(class_name)), local_(std::move(local)), engine_(std::move(engine)) {}
+                     std::weak_ptr<ObjectTable> table) noexcept
+    : owner_(owner), id_(id), class_name_(std::move(class_name)), local_(std::move(local)), table_(std::move(table)) {}
 
 RefRecord::~RefRecord() {
-  if (auto engine = engine_.lock()) {
-    engine->objects().record_dropped(*this);
+  if (auto table = table_.lock()) {
+    table->record_dropped(*this);
   }
 }
 

@@ -34,6 +34,13 @@ void set_current_rpc_engine(std::shared_ptr<RpcEngine> engine) {
 
 std::int64_t rref_destination() noexcept { return t_destination; }
 
+void post_callback(const std::weak_ptr<RpcEngine>& weak, std::function<void()> fn) {
+  auto engine = weak.lock();
+  if (!engine || !engine->post_to_pool(fn)) {
+    fn();  // stopping: run it on the completing thread
+  }
+}
+
 void set_rref_destination(std::int64_t node) noexcept { t_destination = node; }
 
 RpcEngine::RpcEngine(std::shared_ptr<Transport> transport, Self self)
@@ -45,7 +52,7 @@ RpcEngine::RpcEngine(std::shared_ptr<Transport> transport, Self self)
 RpcEngine::~RpcEngine() { stop(); }
 
 void RpcEngine::start() {
-  objects_.set_engine(weak_from_this());
+  objects_.set_self(std::shared_ptr<ObjectTable>(shared_from_this(), &objects_));  // shares the engine's life
   service_thread_ = std::thread([this] { service_loop(); });
 }
 
@@ -97,12 +104,7 @@ OutgoingCall RpcEngine::begin(const Callee& to, std::uint64_t object, std::strin
   call.state = std::make_shared<CallState>();
   auto& impl = call.state->impl();
   impl.function = std::string(display);
-  impl.post = [weak = weak_from_this()](std::function<void()> fn) {
-    auto engine = weak.lock();
-    if (!engine || !engine->pool_.submit(fn)) {
-      fn();  // stopping: run it on the completing thread
-    }
-  };
+  impl.engine = weak_from_this();
   ++calls_;
   std::int64_t node = -1;
   try {

@@ -72,6 +72,9 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   ObjectTable& objects() noexcept { return objects_; }
   std::int64_t self_node() const noexcept { return self_.node; }
 
+  /// Runs `job` on the pool; false once stopped.
+  bool post_to_pool(std::function<void()> job) { return pool_.submit(std::move(job)); }
+
   /// One call being served (rpc_serve.cpp).
   struct Served;
 
@@ -90,7 +93,9 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   void on_call(RemoteEvent&& e);
   void on_ref(RemoteEvent&& e);
   void on_membership(const RemoteEvent& e);
-  void serve(Served& call);
+  // Runs a call; `last`: none of its caller's calls waits behind it (its answer may be written inline).
+  void serve(Served& call, bool last);
+  void serve_and_delete(Served* call, bool last);
   void reply_error(std::int64_t caller, std::uint64_t id, RpcError::Kind kind, const std::string& message,
                    const std::string& hint);
   void send_reply(std::int64_t caller, const std::vector<std::uint8_t>* wire, EventArgs* args);

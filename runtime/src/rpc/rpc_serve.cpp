@@ -38,7 +38,9 @@ void RpcEngine::on_call(RemoteEvent&& e) {
     e.receipt->done(e.seq, e.bytes, true);  // acknowledged on arrival: a queue of calls never stalls the link
     e.receipt.reset();
   }
-  auto call = std::make_shared<Served>();
+  // Owned by its job (two pointers: the job needs no allocation of its own), deleted by serve().
+  auto owned = std::make_unique<Served>();
+  Served* call = owned.get();
   if (!rpc_wire::read_call_header(e, call->header)) {
     DITASK_LOG(warn, "rpc") << "ignoring a malformed call from node " << (e.meta ? e.meta->sender : -1);
     return;
@@ -55,19 +57,30 @@ void RpcEngine::on_call(RemoteEvent&& e) {
   }
   call->event = std::move(e);
   const bool concurrent = call->entry && call->entry->concurrent;
-  auto job = [this, call] { serve(*call); };
-  const bool queued = concurrent ? pool_.submit(std::move(job)) : queues_.submit(call->caller, std::move(job));
+  owned.release();
+  const bool queued = concurrent ? pool_.submit([this, call] { serve_and_delete(call, true); })
+                                 : queues_.submit(call->caller, [this, call](bool last) { serve_and_delete(call, last); });
   if (!queued) {
+    owned.reset(call);
     DITASK_LOG(debug, "rpc") << "call '" << call->header.function << "' from node " << call->caller
                              << " dropped: this node is stopping";
   }
 }
 
-void RpcEngine::serve(Served& call) {
+void RpcEngine::serve_and_delete(Served* call, bool last) {
+  std::unique_ptr<Served> owned(call);
+  serve(*call, last);
+}
+
+void RpcEngine::serve(Served& call, bool last) {
   t_engine = this;
   t_call = &call;
   set_rref_destination(call.caller);  // RRefs in the result go to the caller
-  grant_inline_write();
+  if (last) {
+    grant_inline_write();  // the answer is written here; with more calls queued, the io thread batches
+  } else {
+    (void)take_inline_write();  // no grant left over from an earlier wait
+  }
   const auto& h = call.header;
   const std::string where = "node " + std::to_string(self_.node);
   try {
