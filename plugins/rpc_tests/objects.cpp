@@ -119,6 +119,10 @@ DITASK_MAIN(rpc_objects) {
     auto made = rpc.call<ditask::RRef<Counter>>(2, "make_here", std::int64_t{42});
     out += " returned_owner=" + std::to_string(made.owner()) + " returned_get=" + std::to_string(made.call<std::int64_t>("get"));
   }
+  {
+    auto here = rpc.remote<Counter>(0, std::int64_t{7});  // a remote() to this node itself
+    out += " self_remote=" + std::to_string(here.call<std::int64_t>("add", 1)) + ":" + std::to_string(int{here.is_owner()});
+  }
   out += " unknown_method=" +
          std::string([&] {
            try {

@@ -100,6 +100,9 @@ void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
   Impl* impl = impl_.get();
   transport->attach([bus, impl, rpc](std::vector<detail::RemoteEvent>&& events) {
     rpc->take(events);  // remote calls and their replies never reach the bus
+    if (events.empty()) {
+      return;  // a batch of calls or replies only
+    }
     for (const auto& e : events) {
       // A peer's orderly stop ends this node's run() loop too (DI-engine's finish broadcast).
       if (!e.notice && e.event == events::finish) {

@@ -111,7 +111,8 @@ TEST_CASE("rpc: remote objects are created, called through passed handles, and d
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) ==
         "owner=1 add=15 here=15 bump=115 get=115 async=116 destroyed=1 self_bump=101 local=101 kept_by=1 "
-        "use_kept=1 alive=1 after_drop=2 returned_owner=2 returned_get=42 unknown_method=did you mean 'add'?");
+        "use_kept=1 alive=1 after_drop=2 returned_owner=2 returned_get=42 self_remote=8:1 "
+        "unknown_method=did you mean 'add'?");
   CHECK(result_of(r.out, 1) == "destroyed=3 objects=0");
 }
 

@@ -43,14 +43,14 @@ json ObjectTable::to_json(const std::shared_ptr<RefRecord>& record, std::int64_t
               {"t", 0}, {"f", self_}, {"p", false}};
   std::lock_guard lock(mutex_);
   if (record->owner() == self_) {
-    if (dest != self_) {
-      auto it = owned_.find(record->id());
-      if (it == owned_.end()) {
-        throw Error("object #" + std::to_string(record->id()) + " of class '" + record->class_name() + "' is gone");
-      }
-      ++it->second.holders[dest];  // the owner registers the receiver itself
-      out["p"] = true;
+    auto it = owned_.find(record->id());
+    if (it == owned_.end()) {
+      throw Error("object #" + std::to_string(record->id()) + " of class '" + record->class_name() + "' is gone");
     }
+    // The owner registers the receiver itself; for this node, too (a call to itself), so that the
+    // object outlives its handles here until the result is received.
+    ++it->second.holders[dest];
+    out["p"] = true;
     return out;
   }
   const std::uint64_t token = next_token_++;
@@ -79,6 +79,12 @@ std::shared_ptr<RefRecord> ObjectTable::from_json(const json& value, const std::
       throw Error("object #" + std::to_string(id) + " of class '" + cls + "' is gone from its owner");
     }
     auto record = local_record_locked(id, it->second);
+    if (preregistered && from == self_) {  // it went from here to here: the registration ends
+      auto h = it->second.holders.find(self_);
+      if (h != it->second.holders.end() && --h->second <= 0) {
+        it->second.holders.erase(h);
+      }
+    }
     lock.unlock();
     if (token != 0) {
       send_(from, RefOp::fork_done, id, token, self_);  // it came home: the sender may let go

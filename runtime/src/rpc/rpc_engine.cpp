@@ -256,15 +256,13 @@ void RpcEngine::take(std::vector<RemoteEvent>& events) {
     RemoteEvent& e = events[i];
     if (e.notice) {
       on_membership(e);
-    } else if (std::string_view(e.event).starts_with(rpc_wire::kPrefix)) {
+    } else if (rpc_wire::is_rpc_topic(e.event)) {
       if (e.event == rpc_wire::kReply) {
         on_reply(std::move(e));
       } else if (e.event == rpc_wire::kCall) {
         on_call(std::move(e));
-      } else if (e.event == rpc_wire::kRef) {
+      } else {
         on_ref(std::move(e));
-      } else if (e.receipt) {
-        e.receipt->done(e.seq, e.bytes, false);
       }
       continue;
     }
@@ -386,7 +384,9 @@ void RpcEngine::service_loop() {
     if (timers_.empty() || timers_.begin()->first == std::chrono::steady_clock::time_point::max()) {
       service_wake_.wait(lock);
     } else {
-      service_wake_.wait_until(lock, timers_.begin()->first);
+      // A copy: wait_until reads it again after waking, when its timer entry may be gone.
+      const auto next = timers_.begin()->first;
+      service_wake_.wait_until(lock, next);
     }
   }
 }

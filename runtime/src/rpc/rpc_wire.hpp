@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // How remote calls travel: three task-layer topics on the transport, each an ordinary event
-// payload whose first positional values are a header. docs/rpc.md "Wire".
-//   ditask.rpc.call   [id, function, object, arguments...] + named arguments
-//   ditask.rpc.reply  [id, 0, result?]  or  [id, 1 + RpcError::Kind, message, hint]
-//   ditask.rpc.ref    [op, object, token, node]  (handle bookkeeping, docs/rpc.md "Lifetime")
+// payload whose first positional values are a header. docs/rpc.md "Wire". The names are short so
+// that a topic ("task.ditask.rr") needs no allocation of its own on either side.
+//   ditask.rc  a call   [id, function, object, arguments...] + named arguments
+//   ditask.rr  a reply  [id, 0, result?]  or  [id, 1 + RpcError::Kind, message, hint]
+//   ditask.ro  handles  [op, object, token, node]  (docs/rpc.md "Lifetime")
 #pragma once
 
 #include <cstddef>
@@ -16,10 +17,13 @@
 
 namespace ditask::detail::rpc_wire {
 
-inline constexpr std::string_view kPrefix = "ditask.rpc.";
-inline constexpr const char* kCall = "ditask.rpc.call";
-inline constexpr const char* kReply = "ditask.rpc.reply";
-inline constexpr const char* kRef = "ditask.rpc.ref";
+inline constexpr const char* kCall = "ditask.rc";
+inline constexpr const char* kReply = "ditask.rr";
+inline constexpr const char* kRef = "ditask.ro";
+/// True for the three topics above.
+inline bool is_rpc_topic(std::string_view event) noexcept {
+  return event.size() == 9 && event.starts_with("ditask.r") && (event[8] == 'c' || event[8] == 'r' || event[8] == 'o');
+}
 
 /// The reply status of an error of `kind` (0 is a result).
 constexpr std::uint8_t status_of(RpcError::Kind kind) { return static_cast<std::uint8_t>(1 + static_cast<int>(kind)); }

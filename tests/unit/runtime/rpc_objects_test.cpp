@@ -202,3 +202,17 @@ TEST_CASE("rpc objects: clear() destroys what a node owns and returns what it mu
   (void)n.at(1).clear();
   CHECK(gone);
 }
+
+TEST_CASE("rpc objects: a handle the owner sends to itself keeps the object until it is received", "[rpc][unit]") {
+  ThreeNodes n;
+  bool gone = false;
+  auto made = n.at(1).adopt(std::make_shared<Probe>(gone), "Probe");
+  const auto handle = n.at(1).to_json(made, 1);  // a call's result from node 1 to node 1
+  made.reset();  // the maker's copy goes before the caller received the result
+  CHECK_FALSE(gone);
+  auto received = n.at(1).from_json(handle, nullptr);
+  CHECK(received->local() != nullptr);
+  CHECK(n.sent.empty());
+  received.reset();
+  CHECK(gone);  // nobody else was registered
+}

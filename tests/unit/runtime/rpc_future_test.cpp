@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+// Futures (then, wait_all, errors) on states completed here, and the executors served calls run
+// on: FIFO per caller with a "last" flag, and a pool that runs jobs at once.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "ditask/rpc_future.hpp"
+#include "rpc/executors.hpp"
+
+namespace {
+
+using ditask::Future;
+using ditask::RpcError;
+using ditask::detail::CallState;
+
+std::shared_ptr<CallState> state_with(int value) {
+  auto s = std::make_shared<CallState>();
+  s->complete_local(std::make_shared<int>(value));
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("rpc futures: get, then and wait_all on completed states", "[rpc][unit]") {
+  Future<int> five(state_with(5));
+  CHECK(five.done());
+  CHECK(five.get() == 5);
+  auto ten = five.then([](const Future<int>& f) { return f.get() * 2; });  // already done: runs here
+  CHECK(ten.done());
+  CHECK(ten.get() == 10);
+  std::vector<Future<int>> all{Future<int>(state_with(1)), Future<int>(state_with(2))};
+  CHECK(ditask::wait_all(all) == std::vector<int>{1, 2});
+}
+
+TEST_CASE("rpc futures: a continuation runs once the state completes, and errors pass through", "[rpc][unit]") {
+  auto pending = std::make_shared<CallState>();
+  Future<int> later(pending);
+  std::atomic<int> ran{0};
+  auto chained = later.then([&](const Future<int>& f) {
+    ++ran;
+    return f.get() + 1;
+  });
+  CHECK_FALSE(chained.done());
+  CHECK_FALSE(later.wait_for(std::chrono::milliseconds(0)));
+  CHECK(ran == 0);
+  pending->fail(std::make_exception_ptr(RpcError(RpcError::Kind::node_left, 3, "f", "node 3 left")));
+  CHECK(ran == 1);  // completed here: the continuation ran on this thread
+  CHECK_THROWS_AS(later.get(), RpcError);
+  try {
+    chained.get();
+    FAIL("no error");
+  } catch (const RpcError& e) {
+    CHECK(e.kind() == RpcError::Kind::node_left);
+    CHECK(e.node() == 3);
+    CHECK(std::string(e.what()) == "call 'f' on node 3 failed: node 3 left");
+  }
+  std::vector<Future<int>> mixed{Future<int>(state_with(1)), later};
+  CHECK_THROWS_AS(ditask::wait_all(mixed), RpcError);
+}
+
+TEST_CASE("rpc executors: one caller's jobs run in order, told whether another waits behind", "[rpc][unit]") {
+  ditask::detail::KeyedQueues queues;
+  std::mutex m;
+  std::condition_variable cv;
+  bool open = false;
+  std::vector<int> order;
+  std::vector<bool> last;
+  // The first job holds the queue until the others are queued behind it.
+  REQUIRE(queues.submit(7, [&](bool l) {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return open; });
+    order.push_back(0);
+    last.push_back(l);
+  }));
+  for (int i = 1; i <= 3; ++i) {
+    REQUIRE(queues.submit(7, [&, i](bool l) {
+      std::lock_guard lock(m);
+      order.push_back(i);
+      last.push_back(l);
+    }));
+  }
+  {
+    std::lock_guard lock(m);
+    open = true;
+  }
+  cv.notify_all();
+  queues.stop();  // runs what is queued, then joins
+  CHECK(order == std::vector<int>{0, 1, 2, 3});
+  CHECK(last == std::vector<bool>{false, false, false, true});
+  CHECK_FALSE(queues.submit(7, [](bool) {}));
+}
+
+TEST_CASE("rpc executors: the pool runs jobs at once, each on a thread of its own when all are busy",
+          "[rpc][unit]") {
+  ditask::detail::ElasticPool pool(8);
+  std::mutex m;
+  std::condition_variable cv;
+  int inside = 0;
+  std::atomic<int> saw_all{0};
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(pool.submit([&] {
+      std::unique_lock lock(m);
+      ++inside;
+      cv.notify_all();
+      if (cv.wait_for(lock, std::chrono::seconds(30), [&] { return inside >= 4; })) {
+        ++saw_all;
+      }
+    }));
+  }
+  pool.stop();
+  CHECK(saw_all == 4);
+  CHECK_FALSE(pool.submit([] {}));
+}
