@@ -17,7 +17,7 @@ step "release: configure (build/release)" \
   cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -DDITASK_WERROR=OFF
 # The main job's module and the other examples the README runs after the demo.
 step "release: build ditask and the example modules (-j$JOBS)" \
-  cmake --build build/release -j "$JOBS" --target ditask cartpole dqn greeting echo_env faults
+  cmake --build build/release -j "$JOBS" --target ditask cartpole dqn rpc_cartpole greeting echo_env faults
 step_show "run ditask --package cartpole --main main --parallel-workers 4 --roles learner:0,collector:1-" \
   build/release/bin/ditask --package cartpole --main main --parallel-workers 4 \
   --roles learner:0,collector:1- -- "$@"

@@ -142,6 +142,7 @@ DITASK_MAIN(rpc_holder_dies) {
   define_counter();
   define_holder_functions();
   auto& rpc = ditask::rpc();
+  Shared<bool> rejoined;  // node 0: node 2's second incarnation (declared first: it outlives the task)
   auto running = ditask::task().start();
   if (node_id() == 1) {
     rpc_tests::FinishWatch finish;
@@ -155,7 +156,7 @@ DITASK_MAIN(rpc_holder_dies) {
     serve_until_finish();
     return;
   }
-  Shared<bool> rejoined;  // node 2's second incarnation: waited for, so that it can finish too
+  // Node 2's second incarnation is waited for, so that it can finish too.
   ditask::task().on(ditask::events::peer_joined, [&](const ditask::Kwargs& kw) {
     if (kw.get<std::int64_t>("node_id") == 2 && kw.get<std::int64_t>("attempt") == 1) {
       rejoined.update([](bool& r) { r = true; });

@@ -42,6 +42,9 @@ bool CallState::done() const noexcept {
 
 void CallState::rethrow_if_failed() const {
   std::lock_guard lock(impl_->mutex);
+  if (const auto& e = impl_->rpc_error) {
+    throw RpcError(e->kind, e->node, e->function, e->reason, e->hint);
+  }
   if (impl_->error) {
     std::rethrow_exception(impl_->error);
   }
@@ -132,7 +135,13 @@ bool CallState::Impl::complete_error(std::exception_ptr e, bool posted) {
     if (done) {
       return false;
     }
-    error = std::move(e);
+    try {
+      std::rethrow_exception(e);
+    } catch (const RpcError& rpc) {
+      rpc_error = RpcErrorParts{rpc.kind(), rpc.node(), rpc.function(), rpc.reason(), rpc.hint()};
+    } catch (...) {
+      error = std::move(e);
+    }
     list = finish_locked();
   }
   run(std::move(list), posted);

@@ -26,7 +26,16 @@ struct __attribute__((visibility("hidden"))) CallState::Impl {
   mutable std::mutex mutex;
   mutable std::condition_variable completed;
   bool done = false;                                   // guarded by mutex
-  std::exception_ptr error;                            // set before done
+  // The error, set before done: an RpcError as its parts, from which each waiter throws a new
+  // one, so no exception object or what() text is shared between threads (libstdc++ counts
+  // both with atomics ThreadSanitizer cannot see); any other exception (a continuation's) as it came.
+  struct RpcErrorParts {
+    RpcError::Kind kind;
+    std::int64_t node;
+    std::string function, reason, hint;
+  };
+  std::optional<RpcErrorParts> rpc_error;
+  std::exception_ptr error;
   std::optional<RemoteEvent> reply;                    // set before done: a remote result
   std::shared_ptr<void> local;                         // set before done: a local result
   std::vector<std::function<void()>> callbacks;        // guarded by mutex
