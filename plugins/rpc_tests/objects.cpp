@@ -38,6 +38,16 @@ void define_counter() {
       "get", &Counter::get);
 }
 
+// Node 1, the owner: once `n` Counters were destroyed, prints "RESULT destroyed=<n> objects=<m>";
+// then serves until the driver's finish (watched from before ready()).
+void report_when_destroyed(int n, const std::string& what) {
+  rpc_tests::FinishWatch finish;
+  ditask::task().ready();
+  g_destroyed.wait([n](int d) { return d >= n; }, what, std::chrono::minutes(2));
+  result("destroyed=" + std::to_string(g_destroyed.get()) + " objects=" + std::to_string(ditask::rpc().stats().objects));
+  finish.wait();
+}
+
 ditask::RRef<Counter> g_kept;  // node 2's kept handle (keep/drop)
 
 void define_holder_functions() {
@@ -78,11 +88,7 @@ DITASK_MAIN(rpc_objects) {
   auto& rpc = ditask::rpc();
   auto running = ditask::task().start();
   if (node_id() == 1) {
-    rpc_tests::FinishWatch finish;
-    ditask::task().ready();
-    g_destroyed.wait([](int n) { return n >= 3; }, "three Counters destroyed", std::chrono::minutes(2));
-    result("destroyed=" + std::to_string(g_destroyed.get()) + " objects=" + std::to_string(rpc.stats().objects));
-    finish.wait();
+    report_when_destroyed(3, "three Counters destroyed");
     return;
   }
   if (node_id() != 0) {
@@ -145,11 +151,7 @@ DITASK_MAIN(rpc_holder_dies) {
   Shared<bool> rejoined;  // node 0: node 2's second incarnation (declared first: it outlives the task)
   auto running = ditask::task().start();
   if (node_id() == 1) {
-    rpc_tests::FinishWatch finish;
-    ditask::task().ready();
-    g_destroyed.wait([](int n) { return n >= 1; }, "the Counter destroyed", std::chrono::minutes(2));
-    result("destroyed=" + std::to_string(g_destroyed.get()) + " objects=" + std::to_string(rpc.stats().objects));
-    finish.wait();
+    report_when_destroyed(1, "the Counter destroyed");
     return;
   }
   if (node_id() != 0) {

@@ -73,10 +73,9 @@ struct OutgoingCall {
   std::shared_ptr<CallState> state;
   std::uint64_t id = 0;
 };
-/// Starts a call of `function` (of object `object`, 0 for a function) on `to`; `display` names
-/// it in errors. Fails the state at once when the callee is not connected or the task stopped.
-DITASK_API OutgoingCall begin_call(const Callee& to, std::uint64_t object, std::string_view function,
-                                   std::string_view display);
+/// Starts a call on `to` (the function and object travel in its payload); `display` names it in
+/// errors. Fails the state at once when the callee is not connected or the task stopped.
+DITASK_API OutgoingCall begin_call(const Callee& to, std::string_view display);
 /// Sends a started call whose payload is `wire` (detail::pack_event of id, function, object,
 /// arguments...).
 DITASK_API void send_call_packed(const OutgoingCall& call, const std::vector<std::uint8_t>& wire);
@@ -89,7 +88,7 @@ DITASK_API void abort_call(const OutgoingCall& call, std::exception_ptr error) n
 template <class R, class... A>
 Future<R> make_call(const Callee& to, std::uint64_t object, std::string_view function, std::string_view display,
                     A&&... args) {
-  OutgoingCall call = begin_call(to, object, function, display);
+  OutgoingCall call = begin_call(to, display);
   if (call.id != 0) {
     try {
       if constexpr ((is_packable_v<A> && ...)) {

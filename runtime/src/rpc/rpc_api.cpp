@@ -30,7 +30,7 @@ std::chrono::milliseconds rpc_default_timeout() noexcept {
   return std::chrono::milliseconds(g_default_timeout_ms.load());
 }
 
-OutgoingCall begin_call(const Callee& to, std::uint64_t object, std::string_view function, std::string_view display) {
+OutgoingCall begin_call(const Callee& to, std::string_view display) {
   auto engine = current_rpc_engine();
   if (!engine) {
     OutgoingCall call;
@@ -41,7 +41,7 @@ OutgoingCall begin_call(const Callee& to, std::uint64_t object, std::string_view
                  "call ditask::task().start() first, in a module run by ditask --package ... --parallel-workers N")));
     return call;
   }
-  return engine->begin(to, object, function, display);
+  return engine->begin(to, display);
 }
 
 void send_call_packed(const OutgoingCall& call, const std::vector<std::uint8_t>& wire) {

@@ -97,9 +97,7 @@ std::int64_t RpcEngine::resolve(const Callee& to, std::string_view display) cons
                  "call one of them by node id");
 }
 
-OutgoingCall RpcEngine::begin(const Callee& to, std::uint64_t object, std::string_view function,
-                              std::string_view display) {
-  (void)function;
+OutgoingCall RpcEngine::begin(const Callee& to, std::string_view display) {
   OutgoingCall call;
   call.state = std::make_shared<CallState>();
   auto& impl = call.state->impl();
@@ -143,30 +141,36 @@ OutgoingCall RpcEngine::begin(const Callee& to, std::uint64_t object, std::strin
   if (earliest) {
     service_wake_.notify_one();
   }
-  (void)object;
   set_rref_destination(node);  // for RRefs among the arguments, until send()
   return call;
 }
 
 void RpcEngine::send(const OutgoingCall& call, const std::vector<std::uint8_t>* wire, EventArgs* args) {
   set_rref_destination(serving_destination());
-  const std::int64_t node = call.state->node();
-  if (node == self_.node) {
-    RemoteEvent e = wire != nullptr ? rpc_wire::local_event(rpc_wire::kCall, *wire, self_.meta)
-                                    : rpc_wire::local_event(rpc_wire::kCall, codec::encode_event_args(*args), self_.meta);
-    on_call(std::move(e));
-    return;
-  }
   try {
-    SendTarget target;
-    target.node = node;
-    if (wire != nullptr) {
-      send_wire(*transport_, target, rpc_wire::kCall, *wire);
-    } else {
-      transport_->send(target, rpc_wire::kCall, *args);
-    }
+    transmit(call.state->node(), rpc_wire::kCall, wire, args);
   } catch (const std::exception& e) {
     fail_call(call.id, RpcError::Kind::not_connected, e.what());
+  }
+}
+
+void RpcEngine::transmit(std::int64_t node, const char* topic, const std::vector<std::uint8_t>* wire, EventArgs* args) {
+  if (node == self_.node) {
+    RemoteEvent e = wire != nullptr ? rpc_wire::local_event(topic, *wire, self_.meta)
+                                    : rpc_wire::local_event(topic, codec::encode_event_args(*args), self_.meta);
+    if (e.event == rpc_wire::kCall) {
+      on_call(std::move(e));
+    } else {
+      on_reply(std::move(e));
+    }
+    return;
+  }
+  SendTarget target;
+  target.node = node;
+  if (wire != nullptr) {
+    send_wire(*transport_, target, topic, *wire);
+  } else {
+    transport_->send(target, topic, *args);
   }
 }
 
@@ -345,19 +349,24 @@ void RpcEngine::send_ref(std::int64_t to, rpc_wire::RefOp op, std::uint64_t obje
   auto send = [this, to, op, object, token, about] {
     if (to == self_.node) {
       objects_.on_ref(self_.node, op, object, token, about);
-      return;
-    }
-    try {
-      auto& wire = pack_buffer();
-      pack_event(wire, static_cast<std::uint64_t>(op), object, token, about);
-      SendTarget target;
-      target.node = to;
-      transport_->send_packed(target, rpc_wire::kRef, wire);
-    } catch (const std::exception& e) {
-      DITASK_LOG(debug, "rpc") << "handle message to node " << to << " not sent: " << e.what();
+    } else {
+      send_ref_now(to, op, object, token, about);
     }
   };
   post_service(std::move(send));
+}
+
+void RpcEngine::send_ref_now(std::int64_t to, rpc_wire::RefOp op, std::uint64_t object, std::uint64_t token,
+                             std::int64_t about) noexcept {
+  try {
+    auto& wire = pack_buffer();
+    pack_event(wire, static_cast<std::uint64_t>(op), object, token, about);
+    SendTarget target;
+    target.node = to;
+    transport_->send_packed(target, rpc_wire::kRef, wire);
+  } catch (const std::exception& e) {
+    DITASK_LOG(debug, "rpc") << "handle message to node " << to << " not sent: " << e.what();
+  }
 }
 
 void RpcEngine::service_loop() {
@@ -413,15 +422,7 @@ void RpcEngine::stop() noexcept {
   queues_.stop();
   pool_.stop();
   for (const auto& [owner, object, registrations] : objects_.clear()) {
-    try {
-      auto& wire = pack_buffer();
-      pack_event(wire, static_cast<std::uint64_t>(rpc_wire::RefOp::release), object,
-                 static_cast<std::uint64_t>(registrations), self_.node);
-      SendTarget target;
-      target.node = owner;
-      transport_->send_packed(target, rpc_wire::kRef, wire);
-    } catch (const std::exception&) {  // the owner is gone too
-    }
+    send_ref_now(owner, rpc_wire::RefOp::release, object, static_cast<std::uint64_t>(registrations), self_.node);
   }
 }
 

@@ -57,7 +57,8 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   void take(std::vector<RemoteEvent>& events);
 
   // ---- calls made ----
-  OutgoingCall begin(const Callee& to, std::uint64_t object, std::string_view function, std::string_view display);
+  /// Registers a call to `to` (named `display` in errors), or fails it at once.
+  OutgoingCall begin(const Callee& to, std::string_view display);
   /// Sends a begun call: `wire` (packed) or `args` (JSON), one of them set.
   void send(const OutgoingCall& call, const std::vector<std::uint8_t>* wire, EventArgs* args);
   void abort(const OutgoingCall& call, std::exception_ptr error) noexcept;
@@ -99,6 +100,12 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   void reply_error(std::int64_t caller, std::uint64_t id, RpcError::Kind kind, const std::string& message,
                    const std::string& hint);
   void send_reply(std::int64_t caller, const std::vector<std::uint8_t>* wire, EventArgs* args);
+  // Sends a call or a reply (`wire` or `args`) to `node`; to this node itself, hands it over here.
+  // Errors: the transport's (an unknown node, a full queue).
+  void transmit(std::int64_t node, const char* topic, const std::vector<std::uint8_t>* wire, EventArgs* args);
+  // Sends a handle message now (the service thread, or stop()); a failure is logged.
+  void send_ref_now(std::int64_t to, rpc_wire::RefOp op, std::uint64_t object, std::uint64_t token,
+                    std::int64_t about) noexcept;
   void send_ref(std::int64_t to, rpc_wire::RefOp op, std::uint64_t object, std::uint64_t token, std::int64_t about);
   void post_service(std::function<void()> job);
   void service_loop();

@@ -150,20 +150,8 @@ void RpcEngine::reply_error(std::int64_t caller, std::uint64_t id, RpcError::Kin
 }
 
 void RpcEngine::send_reply(std::int64_t caller, const std::vector<std::uint8_t>* wire, EventArgs* args) {
-  if (caller == self_.node) {
-    RemoteEvent e = wire != nullptr ? rpc_wire::local_event(rpc_wire::kReply, *wire, self_.meta)
-                                    : rpc_wire::local_event(rpc_wire::kReply, codec::encode_event_args(*args), self_.meta);
-    on_reply(std::move(e));
-    return;
-  }
   try {
-    SendTarget target;
-    target.node = caller;
-    if (wire != nullptr) {
-      send_wire(*transport_, target, rpc_wire::kReply, *wire);
-    } else {
-      transport_->send(target, rpc_wire::kReply, *args);
-    }
+    transmit(caller, rpc_wire::kReply, wire, args);
   } catch (const std::exception& e) {
     DITASK_LOG(debug, "rpc") << "reply to node " << caller << " not sent: " << e.what();
   }

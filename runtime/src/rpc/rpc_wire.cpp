@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "rpc_wire.hpp"
 
+#include <type_traits>
+
 #include "../codec/envelope.hpp"
 
 namespace ditask::detail::rpc_wire {
@@ -18,7 +20,7 @@ namespace {
 // Reads header values in order from the packed view, or from JSON when the event came so.
 class HeaderReader {
  public:
-  explicit HeaderReader(const RemoteEvent& e) : e_(e) {
+  explicit HeaderReader(const RemoteEvent& e) {
     if (e.packed) {
       view_ = e.packed->view();
       p_ = view_.data;
@@ -26,29 +28,21 @@ class HeaderReader {
       json_ = &e.args->args;
     }
   }
-  bool number(std::uint64_t& out) {
+  /// The next value as T (an unsigned integer or a string); false when it is not one.
+  template <class T>
+  bool next(T& out) {
     if (json_ != nullptr) {
-      if (i_ >= json_->size() || !(*json_)[i_].is_number_unsigned()) {
-        return false;
+      const bool fits = i_ < json_->size() &&
+                        (std::is_same_v<T, std::string> ? (*json_)[i_].is_string() : (*json_)[i_].is_number_unsigned());
+      if (fits) {
+        out = (*json_)[i_++].get<T>();
       }
-      out = (*json_)[i_++].get<std::uint64_t>();
-      return true;
-    }
-    return i_++ < view_.count && unpack_value(p_, view_.end, out);
-  }
-  bool text(std::string& out) {
-    if (json_ != nullptr) {
-      if (i_ >= json_->size() || !(*json_)[i_].is_string()) {
-        return false;
-      }
-      out = (*json_)[i_++].get<std::string>();
-      return true;
+      return fits;
     }
     return i_++ < view_.count && unpack_value(p_, view_.end, out);
   }
 
  private:
-  const RemoteEvent& e_;
   PackedArgs view_;
   const std::uint8_t* p_ = nullptr;
   const json* json_ = nullptr;
@@ -59,12 +53,12 @@ class HeaderReader {
 
 bool read_call_header(const RemoteEvent& e, CallHeader& out) {
   HeaderReader r(e);
-  return r.number(out.id) && r.text(out.function) && r.number(out.object);
+  return r.next(out.id) && r.next(out.function) && r.next(out.object);
 }
 
 bool read_reply_header(const RemoteEvent& e, ReplyHeader& out) {
   HeaderReader r(e);
-  return r.number(out.id) && r.number(out.status);
+  return r.next(out.id) && r.next(out.status);
 }
 
 PackedArgs args_after(const RemoteEvent& e, std::size_t skip) {
