@@ -203,7 +203,9 @@ DITASK_MAIN(rpc_nested) {
 }
 
 // Node 1's hold() answers only once node 0 released it (an event), long after node 0's call
-// of it timed out: node 0 prints "RESULT timeout=<error> late=<n> after=<add>".
+// of it timed out; a call of it with an hour to wait, begun first, is answered then (a later,
+// shorter deadline still wakes the timer): node 0 prints
+// "RESULT timeout=<error> late=<n> timed_out=<n> after=<add> long=<hold>".
 DITASK_MAIN(rpc_timeout) {
   auto& rpc = ditask::rpc();
   Shared<bool> released;
@@ -219,15 +221,17 @@ DITASK_MAIN(rpc_timeout) {
     serve_until_finish();
     return;
   }
+  auto long_call = rpc.call_async<std::int64_t>(ditask::Callee(1).within(std::chrono::hours(1)), "hold");
   const auto timeout = error_of([&] { rpc.call<std::int64_t>(ditask::Callee(1).within(std::chrono::milliseconds(100)), "hold"); });
   task.emit_to_node(1, "release");
+  const auto held = long_call.get();
   for (int i = 0; i < 6000 && rpc.stats().late_replies == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polls a counter; no margin is assumed
   }
   const auto after = rpc.call<std::int64_t>(1, "add", 2, 3);
   const auto s = rpc.stats();
   result("timeout=" + timeout + " late=" + std::to_string(s.late_replies) + " timed_out=" + std::to_string(s.timed_out) +
-         " after=" + std::to_string(after));
+         " after=" + std::to_string(after) + " long=" + std::to_string(held));
 }
 
 // Run with --auto-recover: node 1's first incarnation dies inside die(); node 0's call fails

@@ -86,14 +86,14 @@ TEST_CASE("rpc: a served call calls back into its caller, which calls a third le
   CHECK(result_of(r.out, 0) == "sync=10100 async=2550");
 }
 
-TEST_CASE("rpc: a timed-out call fails with timeout and its late answer is dropped and counted",
+TEST_CASE("rpc: a timed-out call fails with timeout and its late answer is dropped and counted, while a longer one waits",
           "[rpc][integration]") {
   auto r = run_ditask(rpc_args("rpc_timeout", 2), 60s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) ==
         "timeout=timeout|1|hold|no answer in time: the call was cancelled (a late answer is dropped)|raise the "
-        "timeout with Callee(node).within(ms) or rpc().set_default_timeout(ms) late=1 timed_out=1 after=5");
+        "timeout with Callee(node).within(ms) or rpc().set_default_timeout(ms) late=1 timed_out=1 after=5 long=7");
 }
 
 TEST_CASE("rpc: a callee that dies mid-call fails the call with node_left; its restart serves new calls",

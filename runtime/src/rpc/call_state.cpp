@@ -19,29 +19,29 @@ CallState::CallState() : impl_(std::make_unique<Impl>()) {}
 CallState::~CallState() = default;
 
 bool CallState::wait(std::chrono::milliseconds timeout) const {
-  std::unique_lock lock(impl_->mutex);
-  if (impl_->done) {
-    return true;  // no wait: no inline grant either, so a loop of calls is batched by the io thread
+  if (impl_->done.load(std::memory_order_acquire)) {
+    return true;  // no wait (no lock): no inline grant either, so a loop of calls is batched by the io thread
   }
+  std::unique_lock lock(impl_->mutex);
   bool done = false;
   if (timeout == std::chrono::milliseconds::max()) {
-    impl_->completed.wait(lock, [&] { return impl_->done; });
+    impl_->completed.wait(lock, [&] { return impl_->done.load(); });
     done = true;
   } else {
-    done = impl_->completed.wait_for(lock, timeout, [&] { return impl_->done; });
+    done = impl_->completed.wait_for(lock, timeout, [&] { return impl_->done.load(); });
   }
   lock.unlock();
   grant_inline_write();  // a reply to what came is written by this thread (as after Waiter::wait)
   return done;
 }
 
-bool CallState::done() const noexcept {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->done;
-}
+bool CallState::done() const noexcept { return impl_->done.load(std::memory_order_acquire); }
 
 void CallState::rethrow_if_failed() const {
-  std::lock_guard lock(impl_->mutex);
+  std::unique_lock lock(impl_->mutex, std::defer_lock);
+  if (!impl_->done.load(std::memory_order_acquire)) {
+    lock.lock();  // not done yet (a caller that did not wait): read under the lock
+  }
   if (const auto& e = impl_->rpc_error) {
     throw RpcError(e->kind, e->node, e->function, e->reason, e->hint);
   }
@@ -77,7 +77,7 @@ void CallState::complete_local(std::shared_ptr<void> value) {
       return;
     }
     impl_->local = std::move(value);
-    impl_->done = true;
+    impl_->done.store(true, std::memory_order_release);
     callbacks.swap(impl_->callbacks);
   }
   impl_->completed.notify_all();
@@ -98,7 +98,7 @@ void throw_bad_result(const CallState& state, const std::string& reason) {
 }
 
 std::vector<std::function<void()>> CallState::Impl::finish_locked() {
-  done = true;
+  done.store(true, std::memory_order_release);
   std::vector<std::function<void()>> out;
   out.swap(callbacks);
   return out;
@@ -117,15 +117,19 @@ void CallState::Impl::run(std::vector<std::function<void()>> list, bool posted) 
 
 void CallState::Impl::complete_reply(RemoteEvent&& e) {
   std::vector<std::function<void()>> list;
-  {
-    std::lock_guard lock(mutex);
-    if (done) {
-      return;
-    }
-    reply = std::move(e);
-    list = finish_locked();
+  if (settle(std::move(e), list)) {
+    wake(std::move(list));
   }
-  run(std::move(list), true);
+}
+
+bool CallState::Impl::settle(RemoteEvent&& e, std::vector<std::function<void()>>& to_run) {
+  std::lock_guard lock(mutex);
+  if (done) {
+    return false;
+  }
+  reply = std::move(e);
+  to_run = finish_locked();
+  return true;
 }
 
 bool CallState::Impl::complete_error(std::exception_ptr e, bool posted) {

@@ -2,6 +2,7 @@
 // The runtime's side of a Future's state (ditask/rpc_future.hpp's CallState).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -25,7 +26,9 @@ struct __attribute__((visibility("hidden"))) CallState::Impl {
 
   mutable std::mutex mutex;
   mutable std::condition_variable completed;
-  bool done = false;                                   // guarded by mutex
+  // Set under mutex, after the result or error (release); read without it (acquire) by the
+  // fast paths: a result or error seen done is never written again.
+  std::atomic<bool> done{false};
   // The error, set before done: an RpcError as its parts, from which each waiter throws a new
   // one, so no exception object or what() text is shared between threads (libstdc++ counts
   // both with atomics ThreadSanitizer cannot see); any other exception (a continuation's) as it came.
@@ -45,6 +48,12 @@ struct __attribute__((visibility("hidden"))) CallState::Impl {
 
   /// Completes with a remote reply (status 0) and posts the callbacks. Thread: any (the io thread).
   void complete_reply(RemoteEvent&& e);
+  /// complete_reply() in two steps, so that a batch of replies is settled before any waiter is
+  /// woken (a woken caller then finds the later ones done instead of sleeping on each): settle()
+  /// stores the reply and returns false if it had completed already; wake() wakes the waiters
+  /// and posts the callbacks `settle` returned.
+  bool settle(RemoteEvent&& e, std::vector<std::function<void()>>& to_run);
+  void wake(std::vector<std::function<void()>> to_run) { run(std::move(to_run), true); }
   /// Completes with an error; callbacks are posted when `posted`, else run here. False when it
   /// had completed already (the error is dropped).
   bool complete_error(std::exception_ptr e, bool posted);

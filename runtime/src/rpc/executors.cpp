@@ -52,28 +52,51 @@ void ElasticPool::stop() noexcept {
 }
 
 bool KeyedQueues::submit(std::int64_t key, Job job) {
+  std::vector<Job> one;
+  one.push_back(std::move(job));
+  return submit(key, one);
+}
+
+bool KeyedQueues::submit(std::int64_t key, std::vector<Job>& jobs) {
   std::unique_lock lock(mutex_);
   if (stopping_) {
+    jobs.clear();
     return false;
   }
-  auto& slot = queues_[key];
-  if (!slot) {
-    slot = std::make_unique<Queue>();
-    slot->jobs.push_back(std::move(job));
-    slot->thread = std::thread([this, q = slot.get()] { loop(*q); });
-    return true;
-  }
-  Queue& queue = *slot;
-  queue.jobs.push_back(std::move(job));
-  if (queue.waiting) {
-    queue.waiting = false;
-    lock.unlock();
-    queue.queued.notify_one();  // only a sleeping thread is woken: a busy one finds the job itself
+  Queue* wake = append_locked(key, jobs);
+  lock.unlock();
+  if (wake != nullptr) {
+    wake->queued.notify_one();  // only a sleeping thread is woken: a busy one finds the jobs itself
   }
   return true;
 }
 
+KeyedQueues::Queue* KeyedQueues::append_locked(std::int64_t key, std::vector<Job>& jobs) {
+  auto& slot = queues_[key];
+  const bool fresh = !slot;
+  if (fresh) {
+    slot = std::make_unique<Queue>();
+  }
+  Queue& queue = *slot;
+  for (auto& job : jobs) {
+    queue.jobs.push_back(std::move(job));
+  }
+  jobs.clear();
+  if (fresh) {
+    queue.thread = std::thread([this, q = &queue] { loop(*q); });
+    return nullptr;
+  }
+  if (!queue.waiting) {
+    return nullptr;
+  }
+  queue.waiting = false;
+  return &queue;
+}
+
 void KeyedQueues::loop(Queue& queue) {
+  // Takes every queued job at once (one lock per batch, not per job); the last of a batch is
+  // `last` only if nothing was queued while the batch ran.
+  std::deque<Job> batch;
   std::unique_lock lock(mutex_);
   for (;;) {
     while (!stopping_ && queue.jobs.empty()) {
@@ -84,12 +107,20 @@ void KeyedQueues::loop(Queue& queue) {
     if (queue.jobs.empty()) {
       return;  // stopping, and nothing left
     }
-    auto job = std::move(queue.jobs.front());
-    queue.jobs.pop_front();
-    const bool last = queue.jobs.empty();
+    batch.swap(queue.jobs);
     lock.unlock();
-    job(last);
-    job = nullptr;
+    while (!batch.empty()) {
+      auto job = std::move(batch.front());
+      batch.pop_front();
+      bool last = false;
+      if (batch.empty()) {
+        lock.lock();
+        last = queue.jobs.empty();
+        lock.unlock();
+      }
+      job(last);
+      job = nullptr;
+    }
     lock.lock();
   }
 }

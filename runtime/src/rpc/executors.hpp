@@ -54,6 +54,9 @@ class KeyedQueues {
   /// Queues `job` behind the jobs of `key` (starting its thread on first use); false once
   /// stopped.
   bool submit(std::int64_t key, Job job);
+  /// Queues `jobs` in order behind the jobs of `key` under one lock and one wake-up (a batch
+  /// read at once); `jobs` is left empty. False once stopped (the jobs are dropped).
+  bool submit(std::int64_t key, std::vector<Job>& jobs);
   /// Runs what is queued (a job sees stopping() and may refuse its work), then joins every
   /// thread. Idempotent.
   void stop() noexcept;
@@ -68,6 +71,9 @@ class KeyedQueues {
     std::thread thread;
   };
   void loop(Queue& queue);
+  // Appends `jobs` to `key`'s queue; returns the queue whose sleeping thread the caller must wake
+  // after unlocking, or null. Caller holds mutex_.
+  Queue* append_locked(std::int64_t key, std::vector<Job>& jobs);
 
   mutable std::mutex mutex_;
   std::map<std::int64_t, std::unique_ptr<Queue>> queues_;  // guarded by mutex_

@@ -5,6 +5,8 @@
 
 #include <fnmatch.h>
 
+#include <boost/container/small_vector.hpp>
+
 #include "../codec/envelope.hpp"
 #include "ditask/error.hpp"
 #include "ditask/router.hpp"
@@ -135,7 +137,12 @@ OutgoingCall RpcEngine::begin(const Callee& to, std::string_view display) {
   p.deadline = timeout == std::chrono::milliseconds::max()
                    ? std::chrono::steady_clock::time_point::max()
                    : std::chrono::steady_clock::now() + timeout;
-  const bool earliest = timers_.empty() || p.deadline < timers_.begin()->first;
+  // The service thread is woken only when it would sleep past this deadline (not for every call:
+  // a deadline later than its alarm is seen when the alarm rings).
+  const bool earliest = p.deadline < service_alarm_;
+  if (earliest) {
+    service_alarm_ = p.deadline;
+  }
   p.timer = timers_.emplace(p.deadline, call.id);
   lock.unlock();
   if (earliest) {
@@ -219,37 +226,63 @@ void RpcEngine::fail_call(std::uint64_t id, RpcError::Kind kind, const std::stri
 }
 
 void RpcEngine::on_reply(RemoteEvent&& e) {
-  if (e.receipt) {
-    e.receipt->done(e.seq, e.bytes, true);
-    e.receipt.reset();
-  }
-  rpc_wire::ReplyHeader h;
-  if (!rpc_wire::read_reply_header(e, h)) {
-    DITASK_LOG(warn, "rpc") << "ignoring a malformed reply from node " << (e.meta ? e.meta->sender : -1);
-    return;
-  }
-  std::shared_ptr<CallState> state;
-  {
-    std::lock_guard lock(mutex_);
-    state = finish_locked(h.id);
-  }
-  if (!state) {
-    ++late_;  // its call timed out (or failed) first: dropped
-    return;
-  }
-  if (h.status == 0) {
-    ++answered_;
-    state->impl().complete_reply(std::move(e));
-    return;
-  }
-  ++failed_;
-  const EventArgs rest = rpc_wire::json_args_after(e, 2);
-  auto text = [&](std::size_t i) {
-    return i < rest.args.size() && rest.args[i].is_string() ? rest.args[i].get<std::string>() : std::string();
+  std::vector<RemoteEvent> one;
+  one.push_back(std::move(e));
+  finish_replies(one);
+}
+
+void RpcEngine::finish_replies(std::vector<RemoteEvent>& replies) {
+  struct Done {
+    RemoteEvent* event;
+    rpc_wire::ReplyHeader header;
+    std::shared_ptr<CallState> state;
+    bool settled = false;
+    std::vector<std::function<void()>> callbacks;
   };
-  state->impl().complete_error(
-      std::make_exception_ptr(RpcError(rpc_wire::kind_of(h.status), state->node(), state->function(), text(0), text(1))),
-      true);
+  boost::container::small_vector<Done, 32> done;
+  for (auto& e : replies) {
+    if (e.receipt) {
+      e.receipt->done(e.seq, e.bytes, true);
+      e.receipt.reset();
+    }
+    Done d{&e, {}, nullptr, false, {}};
+    if (!rpc_wire::read_reply_header(e, d.header)) {
+      DITASK_LOG(warn, "rpc") << "ignoring a malformed reply from node " << (e.meta ? e.meta->sender : -1);
+      continue;
+    }
+    done.push_back(std::move(d));
+  }
+  {
+    std::lock_guard lock(mutex_);  // once for the whole batch
+    for (auto& d : done) {
+      d.state = finish_locked(d.header.id);
+    }
+  }
+  for (auto& d : done) {
+    if (!d.state) {
+      ++late_;  // its call timed out (or failed) first: dropped
+      continue;
+    }
+    if (d.header.status == 0) {
+      ++answered_;
+      d.settled = d.state->impl().settle(std::move(*d.event), d.callbacks);
+      continue;
+    }
+    ++failed_;
+    const EventArgs rest = rpc_wire::json_args_after(*d.event, 2);
+    auto text = [&](std::size_t i) {
+      return i < rest.args.size() && rest.args[i].is_string() ? rest.args[i].get<std::string>() : std::string();
+    };
+    d.state->impl().complete_error(std::make_exception_ptr(RpcError(rpc_wire::kind_of(d.header.status), d.state->node(),
+                                                                    d.state->function(), text(0), text(1))),
+                                   true);
+  }
+  for (auto& d : done) {
+    if (d.settled) {
+      d.state->impl().wake(std::move(d.callbacks));  // after the whole batch is settled
+    }
+  }
+  replies.clear();
 }
 
 // ---- io thread ----
@@ -258,16 +291,21 @@ void RpcEngine::take(std::vector<RemoteEvent>& events) {
   std::size_t kept = 0;
   for (std::size_t i = 0; i < events.size(); ++i) {
     RemoteEvent& e = events[i];
+    if (e.event == rpc_wire::kReply) {
+      taken_replies_.push_back(std::move(e));
+      continue;
+    }
+    if (e.event == rpc_wire::kCall) {
+      taken_calls_.push_back(std::move(e));
+      continue;
+    }
+    if (e.notice || rpc_wire::is_rpc_topic(e.event)) {
+      flush_taken();  // what came before it is handled before it (a leave after its replies)
+    }
     if (e.notice) {
       on_membership(e);
     } else if (rpc_wire::is_rpc_topic(e.event)) {
-      if (e.event == rpc_wire::kReply) {
-        on_reply(std::move(e));
-      } else if (e.event == rpc_wire::kCall) {
-        on_call(std::move(e));
-      } else {
-        on_ref(std::move(e));
-      }
+      on_ref(std::move(e));
       continue;
     }
     if (kept != i) {
@@ -275,7 +313,17 @@ void RpcEngine::take(std::vector<RemoteEvent>& events) {
     }
     ++kept;
   }
+  flush_taken();
   events.resize(kept);
+}
+
+void RpcEngine::flush_taken() {
+  if (!taken_replies_.empty()) {
+    finish_replies(taken_replies_);
+  }
+  if (!taken_calls_.empty()) {
+    queue_calls(taken_calls_);
+  }
 }
 
 void RpcEngine::on_membership(const RemoteEvent& e) {
@@ -390,13 +438,15 @@ void RpcEngine::service_loop() {
       lock.lock();
       continue;
     }
-    if (timers_.empty() || timers_.begin()->first == std::chrono::steady_clock::time_point::max()) {
+    service_alarm_ = timers_.empty() ? std::chrono::steady_clock::time_point::max() : timers_.begin()->first;
+    if (service_alarm_ == std::chrono::steady_clock::time_point::max()) {
       service_wake_.wait(lock);
     } else {
-      // A copy: wait_until reads it again after waking, when its timer entry may be gone.
-      const auto next = timers_.begin()->first;
+      // A copy: wait_until reads it again after waking, when service_alarm_ may have moved.
+      const auto next = service_alarm_;
       service_wake_.wait_until(lock, next);
     }
+    service_alarm_ = std::chrono::steady_clock::time_point::min();  // awake: begin() need not wake it
   }
 }
 

@@ -92,6 +92,13 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   void fail_call(std::uint64_t id, RpcError::Kind kind, const std::string& message, std::string hint = {});
   void on_reply(RemoteEvent&& e);
   void on_call(RemoteEvent&& e);
+  // The io thread's batch: replies and calls of one read are handled together (one lock of the
+  // pending table, one wake-up of a caller's queue); anything else in the batch flushes them first.
+  void flush_taken();
+  void finish_replies(std::vector<RemoteEvent>& replies);
+  void queue_calls(std::vector<RemoteEvent>& calls);
+  // Reads a call and finds what serves it; null (logged) when malformed.
+  std::unique_ptr<Served> admit_call(RemoteEvent&& e);
   void on_ref(RemoteEvent&& e);
   void on_membership(const RemoteEvent& e);
   // Runs a call; `last`: none of its caller's calls waits behind it (its answer may be written inline).
@@ -123,8 +130,11 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   std::map<std::int64_t, std::string> left_;    // guarded by mutex_: nodes gone, and why
   std::deque<std::function<void()>> service_;   // guarded by mutex_
   std::uint64_t next_id_ = 1;                   // guarded by mutex_
+  // guarded by mutex_: when the sleeping service thread wakes by itself (min while it is awake)
+  std::chrono::steady_clock::time_point service_alarm_ = std::chrono::steady_clock::time_point::min();
   bool stopping_ = false;                       // guarded by mutex_
   std::thread service_thread_;
+  std::vector<RemoteEvent> taken_replies_, taken_calls_;  // the io thread's (take())
 
   std::atomic<std::uint64_t> calls_{0}, answered_{0}, failed_{0}, timed_out_{0}, late_{0}, served_{0};
 };

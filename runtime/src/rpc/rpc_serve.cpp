@@ -33,17 +33,15 @@ thread_local RpcEngine* t_engine = nullptr;
 thread_local void* t_call = nullptr;  // RpcEngine::Served* (private type)
 }  // namespace
 
-void RpcEngine::on_call(RemoteEvent&& e) {
+std::unique_ptr<RpcEngine::Served> RpcEngine::admit_call(RemoteEvent&& e) {
   if (e.receipt) {
     e.receipt->done(e.seq, e.bytes, true);  // acknowledged on arrival: a queue of calls never stalls the link
     e.receipt.reset();
   }
-  // Owned by its job (two pointers: the job needs no allocation of its own), deleted by serve().
-  auto owned = std::make_unique<Served>();
-  Served* call = owned.get();
+  auto call = std::make_unique<Served>();
   if (!rpc_wire::read_call_header(e, call->header)) {
     DITASK_LOG(warn, "rpc") << "ignoring a malformed call from node " << (e.meta ? e.meta->sender : -1);
-    return;
+    return nullptr;
   }
   call->caller = e.meta ? e.meta->sender : self_.node;
   if (call->header.object == 0) {
@@ -56,15 +54,55 @@ void RpcEngine::on_call(RemoteEvent&& e) {
     call->object_missing = true;
   }
   call->event = std::move(e);
-  const bool concurrent = call->entry && call->entry->concurrent;
-  owned.release();
-  const bool queued = concurrent ? pool_.submit([this, call] { serve_and_delete(call, true); })
-                                 : queues_.submit(call->caller, [this, call](bool last) { serve_and_delete(call, last); });
-  if (!queued) {
-    owned.reset(call);
-    DITASK_LOG(debug, "rpc") << "call '" << call->header.function << "' from node " << call->caller
-                             << " dropped: this node is stopping";
+  return call;
+}
+
+void RpcEngine::on_call(RemoteEvent&& e) {
+  std::vector<RemoteEvent> one;
+  one.push_back(std::move(e));
+  queue_calls(one);
+}
+
+void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
+  // A job owns its call through a plain pointer (two pointers: the job needs no allocation of
+  // its own); serve_and_delete() deletes it, and a refused batch is deleted here.
+  std::vector<KeyedQueues::Job> jobs;
+  std::vector<Served*> batch;
+  std::int64_t key = 0;
+  auto submit = [&] {
+    if (!jobs.empty() && !queues_.submit(key, jobs)) {
+      for (Served* call : batch) {
+        DITASK_LOG(debug, "rpc") << "call '" << call->header.function << "' from node " << call->caller
+                                 << " dropped: this node is stopping";
+        delete call;
+      }
+    }
+    jobs.clear();
+    batch.clear();
+  };
+  for (auto& e : calls) {
+    auto owned = admit_call(std::move(e));
+    if (!owned) {
+      continue;
+    }
+    Served* call = owned.release();
+    if (call->entry && call->entry->concurrent) {
+      if (!pool_.submit([this, call] { serve_and_delete(call, true); })) {
+        DITASK_LOG(debug, "rpc") << "call '" << call->header.function << "' from node " << call->caller
+                                 << " dropped: this node is stopping";
+        delete call;
+      }
+      continue;
+    }
+    if (!jobs.empty() && key != call->caller) {
+      submit();  // one submission per run of calls from the same caller
+    }
+    key = call->caller;
+    jobs.emplace_back([this, call](bool last) { serve_and_delete(call, last); });
+    batch.push_back(call);
   }
+  submit();
+  calls.clear();
 }
 
 void RpcEngine::serve_and_delete(Served* call, bool last) {

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "ditask/rpc.hpp"
@@ -96,6 +97,54 @@ TEST_CASE("rpc executors: one caller's jobs run in order, told whether another w
   REQUIRE(last.size() == 4);
   CHECK(std::vector<bool>(last.begin() + 1, last.end()) == std::vector<bool>{false, false, true});
   CHECK_FALSE(queues.submit(7, [](bool) {}));
+}
+
+TEST_CASE("rpc executors: a batch of one caller's jobs is queued at once, in order, behind what runs",
+          "[rpc][unit]") {
+  ditask::detail::KeyedQueues queues;
+  std::mutex m;
+  std::condition_variable cv;
+  bool open = false;
+  std::vector<std::string> order;
+  std::vector<bool> last;
+  bool queued_c = false;
+  auto note = [&](const std::string& name, bool l) {
+    {
+      std::lock_guard lock(m);
+      order.push_back(name);
+      last.push_back(l);
+    }
+    cv.notify_all();
+  };
+  REQUIRE(queues.submit(7, [&](bool) {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return open; });
+  }));
+  std::vector<ditask::detail::KeyedQueues::Job> batch;
+  // The batch's first job queues one more behind the batch: the batch's last job is then not last.
+  batch.emplace_back([&](bool l) {
+    note("a", l);
+    queued_c = queues.submit(7, [&](bool l2) { note("c", l2); });
+  });
+  batch.emplace_back([&](bool l) { note("b", l); });
+  REQUIRE(queues.submit(7, batch));
+  CHECK(batch.empty());
+  {
+    std::lock_guard lock(m);
+    open = true;
+  }
+  cv.notify_all();
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return order.size() == 3; });  // stop() would refuse c
+  }
+  queues.stop();
+  CHECK(queued_c);
+  CHECK(order == std::vector<std::string>{"a", "b", "c"});
+  CHECK(last == std::vector<bool>{false, false, true});
+  batch.emplace_back([](bool) {});
+  CHECK_FALSE(queues.submit(7, batch));
+  CHECK(batch.empty());
 }
 
 TEST_CASE("rpc executors: the pool runs jobs at once, each on a thread of its own when all are busy",
