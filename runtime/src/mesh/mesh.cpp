@@ -53,7 +53,15 @@ std::uint64_t random_instance() {
 
 }  // namespace
 
-Mesh::Mesh(MeshSettings settings) : settings_(std::move(settings)), acceptor_(io_) {
+namespace {
+// A job of several launchers: readiness also waits for world_size - 1 peers in all.
+std::optional<std::int64_t> world_rule(const MeshSettings& s) {
+  const bool beyond = s.topology == "mesh" && s.world_size && *s.world_size > static_cast<std::int64_t>(s.local_nodes.size());
+  return beyond ? s.world_size : std::nullopt;
+}
+}  // namespace
+
+Mesh::Mesh(MeshSettings settings) : settings_(std::move(settings)), acceptor_(io_), peers_(world_rule(settings_)) {
   own_hello_.run_id = settings_.run_id;
   own_hello_.run_id_explicit = settings_.run_id_explicit;
   own_hello_.node_id = settings_.node_id;
@@ -77,29 +85,30 @@ Mesh::Mesh(MeshSettings settings) : settings_(std::move(settings)), acceptor_(io
       self_delivery_ = true;  // DI-engine: a node that dials its own address hears its own emits
       continue;
     }
-    if (std::any_of(dests_.begin(), dests_.end(), [&](const Dest& d) { return d.address == address; })) {
+    const auto& dests = peers_.expected();
+    if (std::any_of(dests.begin(), dests.end(), [&](const Dest& d) { return d.address == address; })) {
       continue;
     }
     Dest d;
     d.address = address;
-    d.dial = true;
+    d.slot.dial = true;
     d.required = true;
     if (auto it = node_at.find(address); it != node_at.end()) {
       d.node = it->second;
     }
-    dests_.push_back(std::move(d));
+    peers_.expect(std::move(d));
   }
   for (const auto& n : expected_inbound(settings_)) {
-    if (std::none_of(dests_.begin(), dests_.end(), [&](const Dest& d) { return d.node == n.node_id; })) {
+    if (peers_.find_node(n.node_id) == nullptr) {
       Dest d;
       d.node = n.node_id;
       d.address = n.listen;
       d.required = true;
-      dests_.push_back(std::move(d));
+      peers_.expect(std::move(d));
     }
   }
   // Every expected peer, and a few more for reconnects and strangers, from one block.
-  read_buffers_ = std::make_shared<ReadBufferPool>(dests_.size() + 4, Link::first_read_bytes());
+  read_buffers_ = std::make_shared<ReadBufferPool>(peers_.expected().size() + 4, Link::first_read_bytes());
 }
 
 Mesh::~Mesh() { shutdown(); }
@@ -126,7 +135,7 @@ std::optional<std::int64_t> Mesh::relay_hub_for(std::int64_t node) const {
     in_job = in_job || n.node_id == node;
   }
   std::lock_guard lock(mutex_);
-  const bool direct = std::any_of(dests_.begin(), dests_.end(), [&](const Dest& d) { return d.node == node; });
+  const bool direct = peers_.find_node(node) != nullptr;
   return in_job && !direct ? hub : std::nullopt;
 }
 
@@ -136,9 +145,10 @@ void Mesh::start() {
   if (acceptor_.is_open()) {
     accept_next();
   }
-  for (std::size_t i = 0; i < dests_.size(); ++i) {
-    if (dests_[i].dial) {
-      dests_[i].timer = std::make_shared<asio::steady_timer>(io_);
+  auto& dests = peers_.expected();
+  for (std::size_t i = 0; i < dests.size(); ++i) {
+    if (dests[i].slot.dial) {
+      dests[i].slot.timer = std::make_shared<asio::steady_timer>(io_);
       asio::post(io_, [this, i] { dial(i); });
     }
   }
@@ -153,7 +163,7 @@ void Mesh::start() {
     }
   });
   DITASK_LOG(debug, "mesh") << "node " << settings_.node_id << " listening on " << settings_.listen << ", "
-                            << dests_.size() << " expected peers";
+                            << dests.size() << " expected peers";
 }
 
 void Mesh::hand_over(std::vector<RemoteEvent>&& events) {
@@ -194,32 +204,9 @@ void Mesh::on_acked(std::uint64_t count) { acked_ += count; }
 
 void Mesh::on_unhandled() { ++unhandled_; }
 
-bool Mesh::ready_locked() const {
-  for (const auto& d : dests_) {
-    if (d.required && !d.joined_ever) {
-      return false;
-    }
-  }
-  if (settings_.topology == "mesh" && settings_.world_size &&
-      *settings_.world_size > static_cast<std::int64_t>(settings_.local_nodes.size())) {
-    std::set<std::int64_t> seen;
-    for (const auto& d : dests_) {
-      if (d.joined_ever && d.node) {
-        seen.insert(*d.node);
-      }
-    }
-    return static_cast<std::int64_t>(seen.size()) >= *settings_.world_size - 1;
-  }
-  return true;
-}
-
 std::vector<PeerInfo> Mesh::peers() const {
   std::lock_guard lock(mutex_);
-  std::vector<PeerInfo> out;
-  for (const auto& [node, j] : joined_) {
-    out.push_back(PeerInfo{node, j.hello.attempt, j.hello.labels, j.hello.listen});
-  }
-  return out;
+  return peers_.peers();
 }
 
 TransportStats Mesh::stats() const {
@@ -270,9 +257,9 @@ void Mesh::shutdown(bool failed) noexcept {
   asio::post(io_, [this] {
     boost::system::error_code ignored;
     acceptor_.close(ignored);
-    for (auto& d : dests_) {
-      if (d.timer) {
-        d.timer->cancel();
+    for (auto& d : peers_.expected()) {
+      if (d.slot.timer) {
+        d.slot.timer->cancel();
       }
     }
   });

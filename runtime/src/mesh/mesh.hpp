@@ -32,6 +32,7 @@
 #include "refusal.hpp"
 #include "ditask/router.hpp"
 #include "settings.hpp"
+#include "../transport/peer_table.hpp"
 #include "../transport/transport.hpp"
 
 namespace ditask::detail::mesh {
@@ -85,25 +86,22 @@ class Mesh final : public Transport, public Link::Owner {
   void on_unhandled() override;
 
  private:
-  /// A peer we send to: expected (dialled or dialling us) or joined.
-  struct Dest {
-    std::optional<std::int64_t> node;
-    std::string address;                 ///< known listen address (dial target or local node)
-    bool dial = false;                   ///< this node dials it
-    bool required = false;               ///< readiness waits for it
-    bool joined_ever = false;
-    std::shared_ptr<Link> link;          ///< the established link, or null
-    std::vector<Link::Pending> early;    ///< emitted (or relayed) before it ever joined
-    std::size_t early_bytes = 0;
+  /// How this node reaches an expected peer: by dialling it (with backoff), or not at all (it dials us).
+  struct DialSlot {
+    bool dial = false;                   ///< this node dials it (at the Expected's address)
     std::string last_error;              ///< why the last dial failed
-    std::string permanent_error;         ///< a refusal retrying cannot change: readiness fails at once
     std::chrono::milliseconds backoff{0};
     std::shared_ptr<boost::asio::steady_timer> timer;
   };
-  struct Joined {
-    std::shared_ptr<Link> link;
-    Hello hello;
+  struct PeerTraits {
+    using Conn = std::shared_ptr<Link>;
+    using Held = Link::Pending;
+    using Slot = DialSlot;
   };
+  using Peers = PeerTable<PeerTraits>;
+  /// A peer we send to: expected (dialled or dialling us) or joined.
+  using Dest = Peers::Expected;
+
   /// What an emit needs to route without the mesh's lock: the joined peers. Immutable; the io
   /// thread publishes a new one (publish_routes_locked) whenever a peer joins or leaves.
   struct Routes {
@@ -158,13 +156,9 @@ class Mesh final : public Transport, public Link::Owner {
   static std::shared_ptr<const EventMeta> meta_of(const Hello& hello);
   // The sender of an event a hub relayed from `node`: its link's meta when this node has one.
   std::shared_ptr<const EventMeta> relayed_sender(std::uint64_t node) const;
-  RemoteEvent notice(const char* event, const Hello& hello, const std::string& reason, std::uint64_t lost) const;
-  Dest* find_dest_locked(const Hello& hello, const std::string& dial_address);
-  std::vector<std::string> missing_locked() const;
-  /// "node N (address)", or the address while the node id is unknown.
-  static std::string name_of(const Dest& d);
-  bool ready_locked() const;
-  // Publishes routes_ from joined_ and dests_. Caller holds mutex_.
+  // What `hello` says of its node, for the peer table.
+  static PeerRecord record_of(const Hello& hello);
+  // Publishes routes_ from peers_. Caller holds mutex_.
   void publish_routes_locked();
   // Routes `target` from routes_ without the lock into `links`; false when the locked path must
   // decide (an expected peer not joined yet, or a node that is not a joined peer).
@@ -173,7 +167,6 @@ class Mesh final : public Transport, public Link::Owner {
   // Throws when the event is larger than what one of `links` accepts.
   static void check_frame_limits(const boost::container::small_vector<std::shared_ptr<Link>, 8>& links,
                                  std::string_view event, std::size_t size);
-  bool refused_locked() const;       // an expected peer can never join
   bool is_hub() const noexcept;
   /// True the first time `what` is asked about (keeps repeated refusals out of the log).
   bool first_time(const std::string& what);
@@ -197,8 +190,7 @@ class Mesh final : public Transport, public Link::Owner {
   std::condition_variable ready_changed_;   // ready, or a peer can never join (wait_ready)
   std::condition_variable room_changed_;    // an early queue emptied (send)
   std::condition_variable links_changed_;   // no link left (shutdown)
-  std::deque<Dest> dests_;              // a deque: Dest pointers survive push_back
-  std::map<std::int64_t, Joined> joined_;
+  Peers peers_;                         // expected and joined peers (Dest references survive additions)
   std::vector<std::shared_ptr<Link>> links_;  // every open link
   bool stopping_ = false;
   bool shut_down_ = false;

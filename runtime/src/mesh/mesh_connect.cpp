@@ -136,10 +136,11 @@ void Mesh::dial(std::size_t i) {
   std::string address;
   {
     std::lock_guard lock(mutex_);
-    if (stopping_ || dests_[i].link) {
+    const Dest& d = peers_.expected()[i];
+    if (stopping_ || d.conn) {
       return;
     }
-    address = dests_[i].address;
+    address = d.address;
   }
   const Address a = parse_address(address);
   if (a.kind == Address::Kind::ipc) {
@@ -195,7 +196,7 @@ void Mesh::dial_failed(std::size_t i, const std::string& why) {
   std::chrono::milliseconds wait{0};
   {
     std::lock_guard lock(mutex_);
-    Dest& d = dests_[i];
+    DialSlot& d = peers_.expected()[i].slot;
     d.last_error = why;
     if (stopping_) {
       return;

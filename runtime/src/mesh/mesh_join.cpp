@@ -89,11 +89,11 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
         }
         if (link->dialled()) {
           std::lock_guard lock(mutex_);
-          for (auto& d : dests_) {
-            if (d.dial && d.address == link->dial_address) {
-              d.last_error = "it refused us: " + why;
+          for (auto& d : peers_.expected()) {
+            if (d.slot.dial && d.address == link->dial_address) {
+              d.slot.last_error = "it refused us: " + why;
               if (bye.permanent) {
-                add_reason(d.permanent_error, d.last_error);
+                add_reason(d.permanent_error, d.slot.last_error);
               }
             }
           }
@@ -138,7 +138,7 @@ void Mesh::refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::op
   if (why.permanent && node) {
     // An expected peer that can never join: a start() waiting for it fails now, not at the timeout.
     std::lock_guard lock(mutex_);
-    for (auto& d : dests_) {
+    for (auto& d : peers_.expected()) {
       if (d.required && !d.joined_ever && d.node == node) {
         add_reason(d.permanent_error, "we refused it: " + why.ours);
       }
@@ -185,9 +185,8 @@ void Mesh::accept(const std::shared_ptr<Link>& link) {
   {
     std::lock_guard lock(mutex_);
     // Another process that holds this node id (joined, or accepted and waiting for its welcome).
-    if (auto it = joined_.find(h.node_id); it != joined_.end() && it->second.hello.instance != h.instance &&
-                                           h.attempt <= it->second.hello.attempt) {
-      refused = refusal::duplicate_node(h.node_id, it->second.hello.attempt, it->second.hello.listen);
+    if (const auto* j = peers_.duplicate_of(record_of(h))) {
+      refused = refusal::duplicate_node(h.node_id, j->record.attempt, j->record.listen);
     }
     for (const auto& other : links_) {
       const auto& theirs = other->hello();
@@ -208,25 +207,15 @@ void Mesh::accept(const std::shared_ptr<Link>& link) {
   }
 }
 
-Mesh::Dest* Mesh::find_dest_locked(const Hello& hello, const std::string& dial_address) {
-  for (auto& d : dests_) {
-    if (d.node == hello.node_id || (!dial_address.empty() && d.address == dial_address) ||
-        (!d.node && !hello.listen.empty() && d.address == hello.listen)) {
-      return &d;
-    }
-  }
-  return nullptr;
-}
-
 void Mesh::establish(const std::shared_ptr<Link>& link) {
   const Hello& h = *link->hello();
   std::shared_ptr<Link> old;
   std::optional<Refusal> refused;
   {
     std::lock_guard lock(mutex_);
-    if (auto it = joined_.find(h.node_id); it != joined_.end()) {
-      old = it->second.link;
-      const Hello& was = it->second.hello;
+    if (const auto* j = peers_.joined(h.node_id)) {
+      old = j->conn;
+      const PeerRecord& was = j->record;
       if (was.instance == h.instance) {
         // Both sides dialled: keep the link dialled by the higher node id, on both sides alike.
         const auto dialer = [&](const Link& l) { return l.dialled() ? settings_.node_id : h.node_id; };
@@ -255,38 +244,24 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
   link->stop_hello_timer();
   {
     std::lock_guard lock(mutex_);
-    joined_[h.node_id] = Joined{link, h};
-    Dest* d = find_dest_locked(h, link->dial_address);
-    if (d == nullptr) {
-      dests_.push_back(Dest{});
-      d = &dests_.back();
-      d->address = h.listen;
-    }
-    d->node = h.node_id;
-    d->link = link;
-    d->backoff = std::chrono::milliseconds(0);
-    d->last_error.clear();
-    if (!d->joined_ever) {
-      d->joined_ever = true;
-      link->send_events_unbounded(d->early);
-      d->early.clear();
-      d->early_bytes = 0;
-    }
-    // A dest found by address may have a twin found by node id (both sides dialled): join both.
-    for (auto& other : dests_) {
-      if (&other != d && (other.node == h.node_id || (!other.node && other.address == h.listen))) {
-        other.node = h.node_id;
-        other.joined_ever = true;
-      }
+    auto joined = peers_.join(record_of(h), link, link->dial_address);
+    joined.expected->slot.backoff = std::chrono::milliseconds(0);
+    joined.expected->slot.last_error.clear();
+    if (joined.first) {
+      link->send_events_unbounded(joined.held);  // what was emitted (or relayed) before it ever joined
     }
     publish_routes_locked();
-    if (ready_locked()) {
+    if (peers_.ready()) {
       ready_changed_.notify_all();
     }
   }
   room_changed_.notify_all();
   DITASK_LOG(info, "mesh") << link->peer() << " joined (attempt " << h.attempt << ")";
-  hand_over({notice(events::peer_joined, h, "", 0)});
+  hand_over({peer_joined_notice(record_of(h))});
+}
+
+PeerRecord Mesh::record_of(const Hello& hello) {
+  return PeerRecord{hello.node_id, hello.attempt, hello.instance, hello.labels, hello.listen};
 }
 
 std::shared_ptr<const EventMeta> Mesh::meta_of(const Hello& hello) {
@@ -302,8 +277,8 @@ std::shared_ptr<const EventMeta> Mesh::meta_of(const Hello& hello) {
 std::shared_ptr<const EventMeta> Mesh::relayed_sender(std::uint64_t node) const {
   {
     std::lock_guard lock(mutex_);
-    if (auto it = joined_.find(static_cast<std::int64_t>(node)); it != joined_.end() && it->second.link->sender_meta) {
-      return it->second.link->sender_meta;
+    if (const auto* j = peers_.joined(static_cast<std::int64_t>(node)); j != nullptr && j->conn->sender_meta) {
+      return j->conn->sender_meta;
     }
   }
   // A spoke of a relaying star knows the other spokes only by the node id in the frame.
@@ -315,24 +290,6 @@ std::shared_ptr<const EventMeta> Mesh::relayed_sender(std::uint64_t node) const 
   return meta;
 }
 
-RemoteEvent Mesh::notice(const char* event, const Hello& hello, const std::string& reason,
-                         std::uint64_t lost) const {
-  RemoteEvent e;
-  e.event = event;
-  e.notice = true;
-  auto& kwargs = e.args.emplace().kwargs;
-  kwargs["node_id"] = hello.node_id;
-  kwargs["attempt"] = hello.attempt;
-  if (reason.empty()) {
-    kwargs["labels"] = hello.labels;
-    kwargs["address"] = hello.listen;
-  } else {
-    kwargs["reason"] = reason;
-    kwargs["lost"] = lost;
-  }
-  return e;
-}
-
 void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reason, std::uint64_t lost) {
   on_read_batch_end(link);  // events read before the close (e.g. in the bye's read) still count
   lost_ += lost;
@@ -342,38 +299,33 @@ void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reaso
   {
     std::lock_guard lock(mutex_);
     std::erase(links_, link);
-    if (link->established) {
-      const std::int64_t node = link->hello()->node_id;
-      if (auto it = joined_.find(node); it != joined_.end() && it->second.link == link) {
-        joined_.erase(it);
-        const std::string why = leave_reason(reason);
-        left = notice(events::peer_left, *link->hello(), why, lost);
-        if (lost > 0 || why != "bye") {
-          DITASK_LOG(warn, "mesh") << link->peer() << " left (" << reason << "); " << lost
-                                   << " events sent to it were not acknowledged";
-        } else {
-          DITASK_LOG(info, "mesh") << link->peer() << " left (bye)";
-        }
+    const auto node = link->established ? std::optional(link->hello()->node_id) : std::nullopt;
+    if (auto gone = peers_.leave(node, link)) {
+      const std::string why = leave_reason(reason);
+      left = peer_left_notice(*gone, why, lost);
+      if (lost > 0 || why != "bye") {
+        DITASK_LOG(warn, "mesh") << link->peer() << " left (" << reason << "); " << lost
+                                 << " events sent to it were not acknowledged";
+      } else {
+        DITASK_LOG(info, "mesh") << link->peer() << " left (bye)";
       }
     }
-    for (std::size_t i = 0; i < dests_.size(); ++i) {
-      Dest& d = dests_[i];
-      if (d.link == link) {
-        d.link = nullptr;
-      }
+    auto& dests = peers_.expected();
+    for (std::size_t i = 0; i < dests.size(); ++i) {
+      Dest& d = dests[i];
       // After an orderly bye the peer is done: dialling it again would only reach its
       // launcher's listening socket. A failed peer may be restarted (--auto-recover).
-      if (d.dial && link->dialled() && d.address == link->dial_address && !stopping_ && !d.link &&
+      if (d.slot.dial && link->dialled() && d.address == link->dial_address && !stopping_ && !d.conn &&
           reason != "bye") {
-        if (!link->established && d.last_error.empty()) {
-          d.last_error = reason;
+        if (!link->established && d.slot.last_error.empty()) {
+          d.slot.last_error = reason;
         }
         redial = i;
-        redial_why = d.last_error.empty() ? reason : d.last_error;
+        redial_why = d.slot.last_error.empty() ? reason : d.slot.last_error;
       }
     }
     publish_routes_locked();
-    if (refused_locked()) {
+    if (peers_.refused()) {
       ready_changed_.notify_all();
     }
     if (links_.empty()) {

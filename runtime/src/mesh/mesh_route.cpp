@@ -120,11 +120,11 @@ bool Mesh::relay_to_one(const std::shared_ptr<Link>& from, Frame& frame) {
   std::shared_ptr<Link> to;
   {
     std::lock_guard lock(mutex_);
-    if (auto j = joined_.find(node); j != joined_.end()) {
-      to = j->second.link;
+    if (const auto* j = peers_.joined(node)) {
+      to = j->conn;
     } else {
-      const auto d = std::find_if(dests_.begin(), dests_.end(), [&](const Dest& x) { return x.node == node; });
-      if (d != dests_.end() && !d->joined_ever) {
+      Dest* d = peers_.find_node(node);
+      if (d != nullptr && !d->joined_ever) {
         hold_relayed_locked(*d, body, frame.sender);
       } else {
         relay_dropped("node " + std::to_string(node), "it is not connected");
@@ -142,14 +142,14 @@ void Mesh::relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::ui
   std::vector<std::shared_ptr<Link>> to;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [node, j] : joined_) {
-      if (j.link != from && static_cast<std::uint64_t>(node) != sender) {
-        to.push_back(j.link);
+    for (const auto& [node, j] : peers_.joined()) {
+      if (j.conn != from && static_cast<std::uint64_t>(node) != sender) {
+        to.push_back(j.conn);
       }
     }
     // A spoke that has not joined yet gets it after its hello, like any event emitted early.
-    for (auto& d : dests_) {
-      if (!d.joined_ever && !d.link && !(d.node && static_cast<std::uint64_t>(*d.node) == sender)) {
+    for (auto& d : peers_.expected()) {
+      if (!d.joined_ever && !d.conn && !(d.node && static_cast<std::uint64_t>(*d.node) == sender)) {
         hold_relayed_locked(d, body, sender);
       }
     }
@@ -178,12 +178,10 @@ void Mesh::forward_relayed(const std::shared_ptr<Link>& to, const BodyPtr& body,
 }
 
 void Mesh::hold_relayed_locked(Dest& d, const BodyPtr& body, std::uint64_t sender) {
-  if (d.early_bytes > 0 && d.early_bytes + body->size() > settings_.send_queue_bytes) {
-    relay_dropped(name_of(d), "its queue for before it joins is full");
+  if (!peers_.hold(d, Link::Pending{body, sender, kFlagRelayed}, body->size(), settings_.send_queue_bytes)) {
+    relay_dropped(Peers::name_of(d), "its queue for before it joins is full");
     return;
   }
-  d.early.push_back(Link::Pending{body, sender, kFlagRelayed});
-  d.early_bytes += body->size();
   ++sent_;
 }
 
@@ -204,53 +202,26 @@ void Mesh::on_read_batch_end(const std::shared_ptr<Link>& /*link*/) {
   batch_.clear();
 }
 
-std::string Mesh::name_of(const Dest& d) {
-  return d.node ? "node " + std::to_string(*d.node) + " (" + d.address + ")" : d.address;
-}
-
-std::vector<std::string> Mesh::missing_locked() const {
-  std::vector<std::string> out;
-  for (const auto& d : dests_) {
-    if (!d.required || d.joined_ever) {
-      continue;
-    }
-    std::string text = name_of(d);
-    if (!d.dial) {
-      text += ": it has not dialled this node";
-    } else if (!d.last_error.empty()) {
-      text += ": " + d.last_error;
-    } else {
-      text += ": no hello yet";
-    }
-    out.push_back(std::move(text));
-  }
-  if (out.empty() && settings_.world_size) {
-    out.push_back("fewer than " + std::to_string(*settings_.world_size - 1) +
-                  " peers (--world-size) have connected");
-  }
-  return out;
-}
-
 void Mesh::wait_ready() {
   const auto deadline = std::chrono::steady_clock::now() + settings_.startup_timeout;
   std::unique_lock lock(mutex_);
-  if (ready_changed_.wait_until(lock, deadline, [&] { return ready_locked() || refused_locked(); }) &&
-      ready_locked()) {
+  if (ready_changed_.wait_until(lock, deadline, [&] { return peers_.ready() || peers_.refused(); }) &&
+      peers_.ready()) {
     return;
   }
-  if (refused_locked()) {
-    std::vector<std::string> refusals;
-    for (const auto& d : dests_) {
-      if (d.required && !d.joined_ever && !d.permanent_error.empty()) {
-        refusals.push_back(name_of(d) + ": " + d.permanent_error);
-      }
-    }
+  if (peers_.refused()) {
     throw Error("mesh cannot become ready: node " + std::to_string(settings_.node_id) + " and " +
-                    join(refusals, "; "),
+                    join(peers_.refusals(), "; "),
                 "give every worker of the job the same --token (or DITASK_TOKEN) and --run-id");
   }
   throw Error("mesh not ready after " + seconds_text(settings_.startup_timeout) + ": node " +
-                  std::to_string(settings_.node_id) + " is still waiting for " + join(missing_locked(), "; "),
+                  std::to_string(settings_.node_id) + " is still waiting for " +
+                  join(peers_.missing([](const Dest& d) {
+                         return !d.slot.dial                ? std::string("it has not dialled this node")
+                                : !d.slot.last_error.empty() ? d.slot.last_error
+                                                             : std::string("no hello yet");
+                       }),
+                       "; "),
               "are those workers running and reachable? a slow start needs a longer --startup-timeout");
 }
 
@@ -290,16 +261,16 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
     std::unique_lock lock(mutex_);
     boost::container::small_vector<Dest*, 8> early;
     bool found = false;
-    for (auto& d : dests_) {
+    for (auto& d : peers_.expected()) {
       if (want && d.node != want) {
         continue;
       }
-      if (d.link) {
-        if (!target.label.empty() && !labels_match(joined_.at(*d.node).hello.labels, target.label)) {
+      if (d.conn) {
+        if (!target.label.empty() && !labels_match(peers_.joined(*d.node)->record.labels, target.label)) {
           continue;
         }
-        if (std::find(links.begin(), links.end(), d.link) == links.end()) {
-          links.push_back(d.link);
+        if (std::find(links.begin(), links.end(), d.conn) == links.end()) {
+          links.push_back(d.conn);
         }
         found = true;
       } else if (!d.joined_ever && target.label.empty()) {
@@ -309,7 +280,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
     }
     if (target.node && !found && !(to_self && *target.node == settings_.node_id)) {
       std::vector<std::string> connected;
-      for (const auto& [node, j] : joined_) {
+      for (const auto& [node, j] : peers_.joined()) {
         connected.push_back(std::to_string(node));
       }
       const std::string known = join(connected);
@@ -329,7 +300,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
     }
     for (Dest* d : early) {
       // Before a peer's first hello its events wait here, bounded like a send queue.
-      const auto room = [&] { return d->joined_ever || d->early_bytes == 0 || d->early_bytes + size <= settings_.send_queue_bytes; };
+      const auto room = [&] { return Peers::has_room(*d, size, settings_.send_queue_bytes); };
       if (!room()) {
         if (settings_.drop_when_full) {
           ++dropped_;
@@ -343,13 +314,13 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
         }
       }
       if (d->joined_ever) {
-        if (d->link) {
-          links.push_back(d->link);
+        if (d->conn) {
+          links.push_back(d->conn);
         }
         continue;
       }
-      d->early.push_back(Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), 0});
-      d->early_bytes += size;
+      peers_.hold(*d, Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), 0}, size,
+                  settings_.send_queue_bytes);  // room() held: it fits
       ++sent_;
     }
   }
@@ -408,10 +379,10 @@ void Mesh::check_frame_limits(const boost::container::small_vector<std::shared_p
 
 void Mesh::publish_routes_locked() {
   auto routes = std::make_shared<Routes>();
-  for (const auto& [node, j] : joined_) {
-    routes->peers.push_back(Routes::Peer{node, j.link, j.hello.labels});
+  for (const auto& [node, j] : peers_.joined()) {
+    routes->peers.push_back(Routes::Peer{node, j.conn, j.record.labels});
   }
-  routes->early_pending = std::any_of(dests_.begin(), dests_.end(), [](const Dest& d) { return !d.joined_ever; });
+  routes->early_pending = peers_.any_not_joined();
   routes_.store(std::move(routes));
 }
 
@@ -428,11 +399,6 @@ bool Mesh::route_fast(const SendTarget& target, std::optional<std::int64_t> want
     links.push_back(peer.link);
   }
   return !(target.node && links.empty());  // not a joined peer: the locked path tells why
-}
-
-bool Mesh::refused_locked() const {
-  return std::any_of(dests_.begin(), dests_.end(),
-                     [](const Dest& d) { return d.required && !d.joined_ever && !d.permanent_error.empty(); });
 }
 
 }  // namespace ditask::detail::mesh
