@@ -166,52 +166,22 @@ void Mesh::start() {
                             << dests.size() << " expected peers";
 }
 
-void Mesh::hand_over(std::vector<RemoteEvent>&& events) {
-  std::unique_lock lock(sink_mutex_);
-  if (sink_) {
-    sink_(std::move(events));
-    return;
-  }
-  if (!had_sink_) {
-    prestart_.insert(prestart_.end(), std::make_move_iterator(events.begin()),
-                     std::make_move_iterator(events.end()));
-    return;
-  }
-  lock.unlock();
-  for (auto& e : events) {
-    if (e.receipt) {
-      e.receipt->done(e.seq, e.bytes, false);
-    }
-  }
-}
+void Mesh::hand_over(std::vector<RemoteEvent>&& events) { inbox_.hand_over(std::move(events)); }
 
-void Mesh::attach(Sink sink) {
-  std::lock_guard lock(sink_mutex_);
-  sink_ = std::move(sink);
-  had_sink_ = true;
-  if (!prestart_.empty()) {
-    sink_(std::move(prestart_));
-    prestart_.clear();
-  }
-}
+void Mesh::attach(Sink sink) { inbox_.attach(std::move(sink)); }
 
-void Mesh::detach() {
-  std::lock_guard lock(sink_mutex_);
-  sink_ = nullptr;
-}
+void Mesh::detach() { inbox_.detach(); }
 
-void Mesh::on_acked(std::uint64_t count) { acked_ += count; }
+void Mesh::on_acked(std::uint64_t count) { counters_.acked += count; }
 
-void Mesh::on_unhandled() { ++unhandled_; }
+void Mesh::on_unhandled() { ++counters_.unhandled; }
 
 std::vector<PeerInfo> Mesh::peers() const {
   std::lock_guard lock(mutex_);
   return peers_.peers();
 }
 
-TransportStats Mesh::stats() const {
-  return TransportStats{sent_.load(), acked_.load(), received_.load(), lost_.load(), dropped_.load(), unhandled_.load()};
-}
+TransportStats Mesh::stats() const { return counters_.snapshot(); }
 
 void Mesh::shutdown(bool failed) noexcept {
   std::vector<std::shared_ptr<Link>> links;

@@ -32,6 +32,7 @@
 #include "refusal.hpp"
 #include "ditask/router.hpp"
 #include "settings.hpp"
+#include "../transport/inbox.hpp"
 #include "../transport/peer_table.hpp"
 #include "../transport/transport.hpp"
 
@@ -197,14 +198,11 @@ class Mesh final : public Transport, public Link::Owner {
   std::set<std::string> logged_;
   std::atomic<std::shared_ptr<const Routes>> routes_;  // written under mutex_, read by any thread
 
-  std::mutex sink_mutex_;               // guards the three below
-  Sink sink_;
-  bool had_sink_ = false;
-  std::vector<RemoteEvent> prestart_;
+  Inbox inbox_;                         // the attached task's sink (or what waits for it)
 
   std::vector<RemoteEvent> batch_;  // io thread: the events of the read in progress
 
-  std::atomic<std::uint64_t> sent_{0}, acked_{0}, received_{0}, lost_{0}, dropped_{0}, unhandled_{0};
+  TransportCounters counters_;
 };
 
 /// A control frame's body (hello, auth) holding `payload`.

@@ -292,7 +292,7 @@ std::shared_ptr<const EventMeta> Mesh::relayed_sender(std::uint64_t node) const 
 
 void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reason, std::uint64_t lost) {
   on_read_batch_end(link);  // events read before the close (e.g. in the bye's read) still count
-  lost_ += lost;
+  counters_.lost += lost;
   std::optional<RemoteEvent> left;
   std::optional<std::size_t> redial;
   std::string redial_why;

@@ -59,7 +59,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     link->close_here("an event before the hello");
     return;
   }
-  ++received_;
+  ++counters_.received;
   if (settings_.relay && is_hub() && (frame.flags & kFlagRelayed) == 0 && frame.topic.starts_with(kRelayPrefix)) {
     if (!relay_to_one(link, frame)) {
       return;  // forwarded (or counted as dropped): not this node's event
@@ -167,10 +167,10 @@ void Mesh::forward_relayed(const std::shared_ptr<Link>& to, const BodyPtr& body,
                                 : to->send_event(out, sender, kFlagRelayed, true, now);
   switch (result) {
     case SendResult::queued:
-      ++sent_;
+      ++counters_.sent;
       return;
     case SendResult::closed:
-      ++lost_;  // as for a direct send: the spoke was just leaving
+      ++counters_.lost;  // as for a direct send: the spoke was just leaving
       return;
     default:
       relay_dropped(to->peer(), "its send queue is full or the event too large");
@@ -182,12 +182,12 @@ void Mesh::hold_relayed_locked(Dest& d, const BodyPtr& body, std::uint64_t sende
     relay_dropped(Peers::name_of(d), "its queue for before it joins is full");
     return;
   }
-  ++sent_;
+  ++counters_.sent;
 }
 
 void Mesh::relay_dropped(const std::string& whom, const char* why) {
-  if (++dropped_ % 1000 == 1) {  // counted always, logged the first time and then every 1000th
-    DITASK_LOG(warn, "mesh") << "relay dropped an event for " << whom << " (" << dropped_.load()
+  if (++counters_.dropped % 1000 == 1) {  // counted always, logged the first time and then every 1000th
+    DITASK_LOG(warn, "mesh") << "relay dropped an event for " << whom << " (" << counters_.dropped.load()
                              << " dropped so far): " << why;
   }
 }
@@ -303,7 +303,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
       const auto room = [&] { return Peers::has_room(*d, size, settings_.send_queue_bytes); };
       if (!room()) {
         if (settings_.drop_when_full) {
-          ++dropped_;
+          ++counters_.dropped;
           continue;
         }
         if (!room_changed_.wait_until(lock, deadline.at(), room)) {
@@ -321,7 +321,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
       }
       peers_.hold(*d, Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), 0}, size,
                   settings_.send_queue_bytes);  // room() held: it fits
-      ++sent_;
+      ++counters_.sent;
     }
   }
   // A reply (a handler's first emit) or an emit right after a wait is written by this thread
@@ -331,16 +331,16 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
     switch (link->send_event(out, static_cast<std::uint64_t>(settings_.node_id), 0, settings_.drop_when_full,
                              deadline, write_here)) {
       case SendResult::queued:
-        ++sent_;
+        ++counters_.sent;
         break;
       case SendResult::dropped:
-        if (++dropped_ % 1000 == 1) {
+        if (++counters_.dropped % 1000 == 1) {
           DITASK_LOG(warn, "mesh") << "dropped event '" << event << "' for " << link->peer()
-                                   << ": its send queue is full (" << dropped_.load() << " dropped so far)";
+                                   << ": its send queue is full (" << counters_.dropped.load() << " dropped so far)";
         }
         break;
       case SendResult::closed:
-        ++lost_;
+        ++counters_.lost;
         DITASK_LOG(debug, "mesh") << "event '" << event << "' not sent: " << link->peer() << " just left";
         break;
       case SendResult::timed_out:
