@@ -61,7 +61,8 @@ std::optional<std::int64_t> world_rule(const MeshSettings& s) {
 }
 }  // namespace
 
-Mesh::Mesh(MeshSettings settings) : settings_(std::move(settings)), acceptor_(io_), peers_(world_rule(settings_)) {
+Mesh::Mesh(MeshSettings settings)
+    : settings_(std::move(settings)), relay_plan_(settings_), acceptor_(io_), peers_(world_rule(settings_)) {
   own_hello_.run_id = settings_.run_id;
   own_hello_.run_id_explicit = settings_.run_id_explicit;
   own_hello_.node_id = settings_.node_id;
@@ -113,30 +114,16 @@ Mesh::Mesh(MeshSettings settings) : settings_(std::move(settings)), acceptor_(io
 
 Mesh::~Mesh() { shutdown(); }
 
-bool Mesh::is_hub() const noexcept { return settings_.topology == "star" && settings_.local_id == 0; }
-
 bool Mesh::is_relaying_hub(const Link& link) const {
-  if (!settings_.relay || settings_.topology != "star" || is_hub() || !link.hello()) {
-    return false;
-  }
-  return std::any_of(settings_.local_nodes.begin(), settings_.local_nodes.end(), [&](const LocalNode& n) {
-    return n.local_id == 0 && n.node_id == link.hello()->node_id;
-  });
+  return link.hello() && relay_plan_.is_relaying_hub(link.hello()->node_id);
 }
 
 std::optional<std::int64_t> Mesh::relay_hub_for(std::int64_t node) const {
-  if (!settings_.relay || settings_.topology != "star" || is_hub() || node == settings_.node_id) {
-    return std::nullopt;
-  }
-  std::optional<std::int64_t> hub;
-  bool in_job = false;
-  for (const auto& n : settings_.local_nodes) {
-    hub = n.local_id == 0 ? std::optional(n.node_id) : hub;
-    in_job = in_job || n.node_id == node;
+  if (!relay_plan_.hub_for(node, false)) {
+    return std::nullopt;  // not a spoke of a relaying star (the hot path takes no lock)
   }
   std::lock_guard lock(mutex_);
-  const bool direct = peers_.find_node(node) != nullptr;
-  return in_job && !direct ? hub : std::nullopt;
+  return relay_plan_.hub_for(node, peers_.find_node(node) != nullptr);
 }
 
 void Mesh::start() {

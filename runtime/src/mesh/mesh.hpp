@@ -30,6 +30,7 @@
 #include "address.hpp"
 #include "connection.hpp"
 #include "refusal.hpp"
+#include "relay_plan.hpp"
 #include "ditask/router.hpp"
 #include "settings.hpp"
 #include "../transport/inbox.hpp"
@@ -168,11 +169,11 @@ class Mesh final : public Transport, public Link::Owner {
   // Throws when the event is larger than what one of `links` accepts.
   static void check_frame_limits(const boost::container::small_vector<std::shared_ptr<Link>, 8>& links,
                                  std::string_view event, std::size_t size);
-  bool is_hub() const noexcept;
   /// True the first time `what` is asked about (keeps repeated refusals out of the log).
   bool first_time(const std::string& what);
 
   const MeshSettings settings_;
+  const RelayPlan relay_plan_;
   Hello own_hello_;
   HandshakeIdentity identity_;  // own_hello_ and the token, for every link's handshake
   std::shared_ptr<const EventMeta> own_meta_;  // this node as the sender of its events to itself

@@ -60,7 +60,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     return;
   }
   ++counters_.received;
-  if (settings_.relay && is_hub() && (frame.flags & kFlagRelayed) == 0 && frame.topic.starts_with(kRelayPrefix)) {
+  if (relay_plan_.hub_relays() && (frame.flags & kFlagRelayed) == 0 && frame.topic.starts_with(kRelayPrefix)) {
     if (!relay_to_one(link, frame)) {
       return;  // forwarded (or counted as dropped): not this node's event
     }
@@ -82,7 +82,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     link->close_here("a malformed event");
     return;
   }
-  if (settings_.relay && is_hub() && (frame.flags & kFlagRelayed) == 0) {
+  if (relay_plan_.hub_relays() && (frame.flags & kFlagRelayed) == 0) {
     relay(link, std::make_shared<Body>(Body{frame.topic, frame.payload}), frame.sender);
   }
   if (e.packed) {
@@ -285,7 +285,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
       }
       const std::string known = join(connected);
       std::string hint = known.empty() ? "no peer is connected" : "connected peers: " + known;
-      if (settings_.topology == "star" && !settings_.relay && !is_hub()) {
+      if (relay_plan_.spoke_without_relay()) {
         hint += "; spokes of a star reach each other only through a relaying hub (--relay)";
       }
       throw Error("node " + std::to_string(*target.node) + " is not a peer of node " +

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+#include "relay_plan.hpp"
+
+namespace ditask::detail::mesh {
+
+RelayPlan::RelayPlan(const MeshSettings& settings)
+    : star_(settings.topology == "star"),
+      relay_(settings.relay),
+      node_id_(settings.node_id),
+      local_id_(settings.local_id) {
+  for (const auto& n : settings.local_nodes) {
+    if (n.local_id == 0) {
+      hub_ = n.node_id;
+    }
+    job_.insert(n.node_id);
+  }
+}
+
+std::optional<std::int64_t> RelayPlan::hub_for(std::int64_t node, bool direct) const {
+  if (!relay_ || !star_ || is_hub() || node == node_id_ || direct || job_.count(node) == 0) {
+    return std::nullopt;
+  }
+  return hub_;
+}
+
+}  // namespace ditask::detail::mesh
