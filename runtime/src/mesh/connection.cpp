@@ -28,13 +28,13 @@ constexpr std::size_t kDirectReadFrom = 64 * 1024;
 constexpr std::size_t kDirectReadUpTo = 16u << 20;
 }  // namespace
 
-Link::Link(Socket socket, std::string peer, bool dialled, std::string own_nonce, Owner& owner,
+Link::Link(Socket socket, std::string peer, std::string dial_address, std::string own_nonce, Owner& owner,
            std::size_t max_frame_bytes, std::size_t queue_bytes, std::chrono::milliseconds hello_timeout,
            std::shared_ptr<ReadBufferPool> read_buffers)
-    : handshake(dialled, std::move(own_nonce)),
+    : handshake_(!dial_address.empty(), std::move(own_nonce)),
+      dial_address_(std::move(dial_address)),
       socket_(std::move(socket)),
       fd_(socket_.native_handle()),
-      dialled_(dialled),
       owner_(owner),
       hello_timer_(socket_.get_executor()),
       linger_timer_(socket_.get_executor()),
@@ -76,7 +76,7 @@ void Link::set_peer_name(std::string name) {
 void Link::start() {
   auto self = shared_from_this();
   hello_timer_.async_wait([self](const boost::system::error_code& ec) {
-    if (!ec && !self->established && !self->handshake.refused()) {
+    if (!ec && !self->established() && !self->handshake_.refused()) {
       DITASK_LOG(warn, "mesh") << "closing connection with " << self->peer()
                                << ": no hello within the hello timeout";
       self->close_now("no hello");
@@ -86,6 +86,13 @@ void Link::start() {
 }
 
 void Link::stop_hello_timer() { hello_timer_.cancel(); }
+
+void Link::establish(std::shared_ptr<const EventMeta> sender) {
+  sender_meta_ = std::move(sender);
+  handshake_.mark_established();
+  established_ = true;
+  hello_timer_.cancel();
+}
 
 void Link::read_more() {
   if (reading_) {

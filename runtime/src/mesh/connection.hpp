@@ -64,9 +64,11 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
     virtual void on_unhandled() = 0;
   };
 
-  /// `peer` names the other side in log lines until its hello arrives.
+  /// `peer` names the other side in log lines until its hello arrives. `dial_address`: the
+  /// address this side dialled ("" when the peer dialled us).
   /// `own_nonce`: this link's token challenge (empty without a token).
-  Link(Socket socket, std::string peer, bool dialled, std::string own_nonce, Owner& owner, std::size_t max_frame_bytes,
+  Link(Socket socket, std::string peer, std::string dial_address, std::string own_nonce, Owner& owner,
+       std::size_t max_frame_bytes,
        std::size_t queue_bytes, std::chrono::milliseconds hello_timeout,
        std::shared_ptr<ReadBufferPool> read_buffers = nullptr);
   ~Link() override;
@@ -121,15 +123,21 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   /// The other side, for log lines: its address, then `node N (address)` after the hello.
   std::string peer() const;
   /// True when this side dialled.
-  bool dialled() const noexcept { return dialled_; }
+  bool dialled() const noexcept { return !dial_address_.empty(); }
+  /// The address this side dialled ("" when the peer dialled us).
+  const std::string& dial_address() const noexcept { return dial_address_; }
 
-  /// The hello / auth / welcome exchange, driven by the Mesh. Thread: io.
-  Handshake handshake;
+  /// The hello / auth / welcome exchange, driven by the owner. Thread: io.
+  Handshake& handshake() noexcept { return handshake_; }
   /// The peer's hello once the handshake checked it. Thread: io.
-  const std::optional<Hello>& hello() const noexcept { return handshake.hello(); }
-  std::atomic<bool> established{false};  ///< the peer joined through this link (read by shutdown)
-  std::string dial_address;            ///< the address dialled (dialled links; set before start())
-  std::shared_ptr<const EventMeta> sender_meta;  ///< the peer as its events' sender (set at join)
+  const std::optional<Hello>& hello() const noexcept { return handshake_.hello(); }
+  /// The peer joined through this link. Thread: any (shutdown reads it).
+  bool established() const noexcept { return established_.load(); }
+  /// The peer joined: its events are sent by `sender`; the handshake is over. Thread: io.
+  void establish(std::shared_ptr<const EventMeta> sender);
+  /// The peer as its events' sender (set by establish(), then fixed). Thread: io, or under the
+  /// owner's lock once joined.
+  const std::shared_ptr<const EventMeta>& sender_meta() const noexcept { return sender_meta_; }
   /// Closes now, calling Owner::on_closed before returning. Thread: io.
   void close_here(const std::string& reason) { close_now(reason); }
   /// Cancels the hello timer. Thread: io.
@@ -182,9 +190,12 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   // Called with mutex_ held: an ack is due (handled events not acknowledged yet).
   bool ack_due_locked() const noexcept;
 
+  Handshake handshake_;   // io thread
+  std::atomic<bool> established_{false};
+  std::shared_ptr<const EventMeta> sender_meta_;  // io thread, fixed once established
+  const std::string dial_address_;
   Socket socket_;
   const int fd_;  // socket_'s descriptor, for inline writes; closed only after they ended
-  const bool dialled_;
   Owner& owner_;
   boost::asio::steady_timer hello_timer_;
   boost::asio::steady_timer linger_timer_;

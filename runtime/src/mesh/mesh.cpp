@@ -185,12 +185,12 @@ void Mesh::shutdown(bool failed) noexcept {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::min(settings_.send_timeout, kMaxFlushWait);
   for (const auto& link : links) {
-    if (link->established) {
+    if (link->established()) {
       link->request_ack();  // every peer at once; the waits below then overlap
     }
   }
   for (const auto& link : links) {
-    if (link->established && !link->wait_acked(deadline)) {
+    if (link->established() && !link->wait_acked(deadline)) {
       DITASK_LOG(warn, "mesh") << link->unacked() << " events sent to " << link->peer()
                                << " were not acknowledged before this node left";
     }
@@ -201,7 +201,7 @@ void Mesh::shutdown(bool failed) noexcept {
     links = links_;
   }
   for (const auto& link : links) {
-    if (link->established) {
+    if (link->established()) {
       link->leave(failed ? "failed" : "bye", "bye", kByeLinger);
     } else {
       link->close("this node is leaving");  // no hello yet: nobody to say bye to

@@ -122,7 +122,8 @@ class Mesh final : public Transport, public Link::Owner {
   void connect_to(std::size_t dest_index, const std::string& address,
                   std::vector<boost::asio::generic::stream_protocol::endpoint> endpoints, std::size_t k);
   void dial_failed(std::size_t dest_index, const std::string& why);
-  void start_link(Socket socket, std::string peer, bool dialled, std::string dial_address, bool tcp);
+  // `dial_address`: what this node dialled ("" for an accepted connection).
+  void start_link(Socket socket, std::string peer, std::string dial_address, bool tcp);
   void on_hello(const std::shared_ptr<Link>& link, const Frame& frame);
   void on_auth(const std::shared_ptr<Link>& link, const Frame& frame);
   // Does what the link's handshake answered.

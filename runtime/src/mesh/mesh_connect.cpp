@@ -127,7 +127,7 @@ void Mesh::accept_next() {
       return;
     }
     const std::string peer = describe_peer(socket.native_handle());
-    start_link(std::move(socket), peer, false, "", settings_.listen.starts_with("tcp://"));
+    start_link(std::move(socket), peer, "", settings_.listen.starts_with("tcp://"));
     accept_next();
   });
 }
@@ -187,7 +187,7 @@ void Mesh::connect_to(std::size_t i, const std::string& address, std::vector<gen
       return;
     }
     const bool tcp = endpoints[k].protocol().family() != AF_UNIX;
-    start_link(std::move(*socket), address, true, address, tcp);
+    start_link(std::move(*socket), address, address, tcp);
   });
 }
 
@@ -214,17 +214,16 @@ void Mesh::dial_failed(std::size_t i, const std::string& why) {
   });
 }
 
-void Mesh::start_link(Socket socket, std::string peer, bool dialled, std::string dial_address, bool tcp) {
+void Mesh::start_link(Socket socket, std::string peer, std::string dial_address, bool tcp) {
   boost::system::error_code ignored;
   if (tcp) {
     socket.set_option(asio::ip::tcp::no_delay(true), ignored);
   }
   // The nonce is only the token's challenge.
   std::string nonce = settings_.token.empty() ? std::string() : make_nonce();
-  auto link = std::make_shared<Link>(std::move(socket), std::move(peer), dialled, std::move(nonce), *this,
-                                     settings_.max_frame_bytes, settings_.send_queue_bytes, settings_.hello_timeout,
-                                     read_buffers_);
-  link->dial_address = std::move(dial_address);
+  auto link = std::make_shared<Link>(std::move(socket), std::move(peer), std::move(dial_address), std::move(nonce),
+                                     *this, settings_.max_frame_bytes, settings_.send_queue_bytes,
+                                     settings_.hello_timeout, read_buffers_);
   {
     std::lock_guard lock(mutex_);
     if (stopping_) {
@@ -233,7 +232,7 @@ void Mesh::start_link(Socket socket, std::string peer, bool dialled, std::string
     links_.push_back(link);
   }
   link->start();
-  if (link->handshake.own_nonce().empty()) {  // the same hello for every peer: encoded once
+  if (link->handshake().own_nonce().empty()) {  // the same hello for every peer: encoded once
     if (!own_hello_body_) {
       own_hello_body_ = control_body(encode_hello(own_hello_));
     }
@@ -241,7 +240,7 @@ void Mesh::start_link(Socket socket, std::string peer, bool dialled, std::string
     return;
   }
   Hello hello = own_hello_;
-  hello.nonce = link->handshake.own_nonce();
+  hello.nonce = link->handshake().own_nonce();
   link->send_control(FrameType::hello, control_body(encode_hello(hello)));
 }
 

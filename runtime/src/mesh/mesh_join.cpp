@@ -74,14 +74,14 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
       on_event(link, std::move(frame));
       return;
     case FrameType::welcome:
-      if (link->handshake.welcomed()) {
+      if (link->handshake().welcomed()) {
         establish(link);
       }
       return;
     case FrameType::bye: {
       const Bye bye = decode_bye(frame.payload);
       const std::string& reason = bye.reason;
-      if (!link->established) {
+      if (!link->established()) {
         // The refusal in our own words, as the refusing peer worded it for us.
         const std::string why = printable(bye.you.empty() ? reason : bye.you, 1024);
         if (first_time("refused by " + link->peer() + why)) {
@@ -90,7 +90,7 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
         if (link->dialled()) {
           std::lock_guard lock(mutex_);
           for (auto& d : peers_.expected()) {
-            if (d.slot.dial && d.address == link->dial_address) {
+            if (d.slot.dial && d.address == link->dial_address()) {
               d.slot.last_error = "it refused us: " + why;
               if (bye.permanent) {
                 add_reason(d.permanent_error, d.slot.last_error);
@@ -98,7 +98,7 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
             }
           }
         }
-        if (!link->handshake.refused()) {
+        if (!link->handshake().refused()) {
           link->close_here("refused by the peer: " + why);
         }  // else we refused it too: our bye is queued, and the leave closes the link once it is out
       } else {
@@ -130,7 +130,7 @@ void Mesh::refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::op
   } else {
     DITASK_LOG(debug, "mesh") << "refused " << link->peer() << " again: " << why.ours;
   }
-  link->handshake.mark_refused();
+  link->handshake().mark_refused();
   link->stop_hello_timer();
   if (!node && link->hello()) {
     node = link->hello()->node_id;
@@ -149,11 +149,11 @@ void Mesh::refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::op
 }
 
 void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {
-  follow(link, link->handshake.on_hello(identity_, frame.payload));
+  follow(link, link->handshake().on_hello(identity_, frame.payload));
 }
 
 void Mesh::on_auth(const std::shared_ptr<Link>& link, const Frame& frame) {
-  follow(link, link->handshake.on_auth(identity_, frame.payload));
+  follow(link, link->handshake().on_auth(identity_, frame.payload));
 }
 
 void Mesh::follow(const std::shared_ptr<Link>& link, const Handshake::Answer& answer) {
@@ -190,7 +190,7 @@ void Mesh::accept(const std::shared_ptr<Link>& link) {
     }
     for (const auto& other : links_) {
       const auto& theirs = other->hello();
-      if (!refused && other != link && other->handshake.has_accepted() && !other->established && theirs &&
+      if (!refused && other != link && other->handshake().has_accepted() && !other->established() && theirs &&
           theirs->node_id == h.node_id && theirs->instance != h.instance && h.attempt <= theirs->attempt) {
         refused = refusal::duplicate_node(h.node_id, theirs->attempt, theirs->listen);
       }
@@ -200,7 +200,7 @@ void Mesh::accept(const std::shared_ptr<Link>& link) {
     refuse(link, *refused, h.node_id);
     return;
   }
-  const bool now = link->handshake.accepted();
+  const bool now = link->handshake().accepted();
   link->send_control(FrameType::welcome, nullptr);
   if (now) {
     establish(link);
@@ -221,7 +221,7 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
         const auto dialer = [&](const Link& l) { return l.dialled() ? settings_.node_id : h.node_id; };
         if (dialer(*link) <= dialer(*old)) {
           DITASK_LOG(debug, "mesh") << "closing a second link with " << link->peer();
-          link->handshake.mark_refused();
+          link->handshake().mark_refused();
           link->leave("duplicate link", "duplicate link", kRefuseLinger);
           return;
         }
@@ -238,13 +238,10 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
   if (old) {
     old->close_here("replaced");  // its peer_left comes before the new incarnation's peer_joined
   }
-  link->sender_meta = meta_of(h);
-  link->handshake.mark_established();
-  link->established = true;
-  link->stop_hello_timer();
+  link->establish(meta_of(h));
   {
     std::lock_guard lock(mutex_);
-    auto joined = peers_.join(record_of(h), link, link->dial_address);
+    auto joined = peers_.join(record_of(h), link, link->dial_address());
     joined.expected->slot.backoff = std::chrono::milliseconds(0);
     joined.expected->slot.last_error.clear();
     if (joined.first) {
@@ -277,8 +274,8 @@ std::shared_ptr<const EventMeta> Mesh::meta_of(const Hello& hello) {
 std::shared_ptr<const EventMeta> Mesh::relayed_sender(std::uint64_t node) const {
   {
     std::lock_guard lock(mutex_);
-    if (const auto* j = peers_.joined(static_cast<std::int64_t>(node)); j != nullptr && j->conn->sender_meta) {
-      return j->conn->sender_meta;
+    if (const auto* j = peers_.joined(static_cast<std::int64_t>(node)); j != nullptr && j->conn->sender_meta()) {
+      return j->conn->sender_meta();
     }
   }
   // A spoke of a relaying star knows the other spokes only by the node id in the frame.
@@ -299,7 +296,7 @@ void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reaso
   {
     std::lock_guard lock(mutex_);
     std::erase(links_, link);
-    const auto node = link->established ? std::optional(link->hello()->node_id) : std::nullopt;
+    const auto node = link->established() ? std::optional(link->hello()->node_id) : std::nullopt;
     if (auto gone = peers_.leave(node, link)) {
       const std::string why = leave_reason(reason);
       left = peer_left_notice(*gone, why, lost);
@@ -315,9 +312,9 @@ void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reaso
       Dest& d = dests[i];
       // After an orderly bye the peer is done: dialling it again would only reach its
       // launcher's listening socket. A failed peer may be restarted (--auto-recover).
-      if (d.slot.dial && link->dialled() && d.address == link->dial_address && !stopping_ && !d.conn &&
+      if (d.slot.dial && link->dialled() && d.address == link->dial_address() && !stopping_ && !d.conn &&
           reason != "bye") {
-        if (!link->established && d.slot.last_error.empty()) {
+        if (!link->established() && d.slot.last_error.empty()) {
           d.slot.last_error = reason;
         }
         redial = i;

@@ -54,7 +54,7 @@ bool labels_match(const std::set<std::string>& labels, const std::string& patter
 
 void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   const std::size_t bytes = frame.topic.size() + frame.payload.size();
-  if (!link->established) {
+  if (!link->established()) {
     DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": an event before the hello";
     link->close_here("an event before the hello");
     return;
@@ -92,7 +92,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   e.receipt = link;
   e.seq = frame.seq;
   e.bytes = bytes;
-  e.meta = link->sender_meta;
+  e.meta = link->sender_meta();
   // Only this node's relaying hub relays: from any other peer the flag means nothing.
   if ((frame.flags & kFlagRelayed) != 0 && is_relaying_hub(*link) &&
       frame.sender != static_cast<std::uint64_t>(link->hello()->node_id)) {

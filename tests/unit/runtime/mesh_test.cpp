@@ -496,7 +496,7 @@ struct LoneLink final : mesh::Link::Owner {
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
     peer = fds[1];
     mesh::Socket socket(io, boost::asio::generic::stream_protocol(AF_UNIX, SOCK_STREAM), fds[0]);
-    link = std::make_shared<mesh::Link>(std::move(socket), "peer", false, "", *this, 1 << 20, 1 << 20, 10s);
+    link = std::make_shared<mesh::Link>(std::move(socket), "peer", "", "", *this, 1 << 20, 1 << 20, 10s);
     link->start();
     link->stop_hello_timer();  // no handshake here: only frames
   }
