@@ -78,6 +78,9 @@ void meet(Plan& plan, Options& options) {
 nlohmann::json dry_run_plan(const Options& options) {
   print_option_warnings(options);
   Plan plan = plan_layout(options, run_id_for(options));
+  if (!options.layout.empty()) {
+    std::fprintf(stderr, "ditask: layout %s: %s\n", options.layout.c_str(), options.layout_text.c_str());
+  }
   plan_wiring(plan, options);
   return plan_to_json(plan, options);
 }
@@ -109,6 +112,9 @@ int launch(const Options& options, const WorkerCommand& command,
   log::set_tag("launcher");
   print_option_warnings(options);
   Plan plan = plan_layout(options, run_id_for(options));
+  if (!options.layout.empty()) {
+    std::fprintf(stderr, "ditask: layout %s: %s\n", options.layout.c_str(), options.layout_text.c_str());
+  }
   if (options.protocol == "tcp" && !is_loopback(mapped_host(options.hosts, options.address))) {
     if (options.token.empty()) {
       DITASK_LOG(warn, "launcher") << "workers listen on " << options.address

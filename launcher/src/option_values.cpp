@@ -2,6 +2,7 @@
 #include "option_values.hpp"
 
 #include "ditask/launcher/roles.hpp"
+#include "layout_option.hpp"
 #include "ditask/runtime/hosts.hpp"
 #include "rendezvous.hpp"
 
@@ -135,6 +136,9 @@ Options build_options(const RawValues& values) {
   if (const auto* v = get("parallel-workers")) {
     o.parallel_workers = to_integer("parallel-workers", *v);
     check_at_least("parallel-workers", static_cast<double>(o.parallel_workers), 1, "1");
+  }
+  if (const auto* v = get("layout")) {
+    apply_layout(o, *v, get("parallel-workers") != nullptr, get("world-size"), get("roles") != nullptr);
   }
   for (const char* name :
        {"protocol", "topology", "platform", "mq-type", "log-level", "send-policy"}) {

@@ -48,6 +48,7 @@ const std::vector<OptionSpec>& option_specs() {
         {"node-ids", "", K::text, "", {}, "Node ids: one base id (worker i gets base+i) or one per worker. Default 0..N-1"},
         {"labels", "", K::text, "", {}, "Comma list of labels for every local worker (task().router().labels())"},
         {"roles", "", K::text, "", {}, "Roles by node id, e.g. learner:0,evaluator:1,collector:2- (ids N, N-M, N-; a+b:N gives one node two roles): task().has_role(), labels role.<name>"},
+        {"layout", "", K::text, "", {}, "A named rank layout that sets --roles and the worker count: biggraph:machines=M[,partition_servers=P] (PyTorch-BigGraph's ProcessRanks: M trainers, M parameter servers, M parameter clients, 1 lock server, P partition servers, M when P < 0 or omitted)"},
         {"world-size", "", K::integer, "", {}, "Workers in the whole job when several launchers form one job (default: this launcher's workers)"},
         {"startup-interval", "", K::number, "0", {}, "Seconds between starting local workers (fractions allowed). DI-engine staggers by 1 s; we need no stagger"},
         {"local_rank", "", K::integer, "0", {}, "Accepted and ignored (torch.distributed.launch compatibility)"},

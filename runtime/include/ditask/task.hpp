@@ -16,6 +16,7 @@
 #include "ditask/context.hpp"
 #include "ditask/event_args.hpp"
 #include "ditask/export.hpp"
+#include "ditask/group.hpp"
 #include "ditask/handler.hpp"
 #include "ditask/middleware.hpp"
 #include "ditask/router.hpp"
@@ -291,6 +292,10 @@ class DITASK_API Task {
   std::set<std::string> roles() const;
   /// This process's router (inactive outside a ditask worker).
   Router& router() noexcept;
+  /// The group of the nodes with role `role` among this node and its connected peers (every
+  /// node when the job has no --roles), for barrier / broadcast / all_reduce (docs/groups.md).
+  /// Call it once every member joined (after start()).
+  Group group(std::string_view role);
 
  private:
   friend struct detail::TaskAccess;

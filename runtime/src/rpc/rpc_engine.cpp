@@ -55,6 +55,7 @@ RpcEngine::~RpcEngine() { stop(); }
 
 void RpcEngine::start() {
   objects_.set_self(std::shared_ptr<ObjectTable>(shared_from_this(), &objects_));  // shares the engine's life
+  define_group_function();
   service_thread_ = std::thread([this] { service_loop(); });
 }
 
@@ -355,6 +356,7 @@ void RpcEngine::on_membership(const RemoteEvent& e) {
     fail_call(id, RpcError::Kind::node_left,
               "node " + std::to_string(node) + " left (" + reason + ") before it answered");
   }
+  groups_.node_left(node, reason);
   post_service([this, node] { objects_.node_left(node); });
 }
 
@@ -463,6 +465,7 @@ void RpcEngine::stop() noexcept {
     }
   }
   service_wake_.notify_all();
+  groups_.stop();  // collectives waiting on the serving threads end before those are joined
   for (auto id : ids) {
     fail_call(id, RpcError::Kind::stopped, "this node's task stopped before the answer came");
   }

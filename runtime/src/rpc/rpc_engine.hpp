@@ -26,6 +26,7 @@
 #include "../remote_event.hpp"
 #include "../transport/transport.hpp"
 #include "ditask/rpc.hpp"
+#include "../group/group_hub.hpp"
 #include "executors.hpp"
 #include "object_table.hpp"
 #include "rpc_registry.hpp"
@@ -71,6 +72,8 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   RpcStats stats() const;
   /// This node's objects and handles.
   ObjectTable& objects() noexcept { return objects_; }
+  /// This node's group collectives (the rounds it numbers and those it coordinates).
+  GroupHub& groups() noexcept { return groups_; }
   std::int64_t self_node() const noexcept { return self_.node; }
 
   /// Runs `job` on the pool; false once stopped.
@@ -120,6 +123,7 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   const std::shared_ptr<Transport> transport_;
   const Self self_;
   ObjectTable objects_;
+  GroupHub groups_;
   KeyedQueues queues_;
   ElasticPool pool_{64};
 
@@ -138,6 +142,9 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
 
   std::atomic<std::uint64_t> calls_{0}, answered_{0}, failed_{0}, timed_out_{0}, late_{0}, served_{0};
 };
+
+/// Defines "ditask.group", which a group's first member serves for its collectives (group_api.cpp).
+void define_group_function();
 
 /// The engine of the running task in a worker, or null. Thread: any.
 std::shared_ptr<RpcEngine> current_rpc_engine();

@@ -53,6 +53,8 @@ struct Options {
   std::vector<std::string> attach_to;
   std::vector<std::string> labels;
   std::vector<RoleEntry> roles;          ///< --roles as parsed; empty: none (modules choose)
+  std::string layout;                    ///< --layout as given; empty: none (then roles came from --roles)
+  std::string layout_text;               ///< that layout for people (RankLayout::describe)
   std::vector<std::int64_t> node_ids;    ///< as given (padded later by the plan)
   std::string topology = "mesh";
   std::string platform;                  ///< empty: local

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+// A group's rounds at its coordinator, without sockets: who arrived, whether they agree, the
+// outcome, and rounds failed by a member leaving, a timeout or a stop.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "group/group_hub.hpp"
+#include "group/group_round.hpp"
+
+namespace {
+
+using ditask::detail::GroupArrival;
+using ditask::detail::GroupHub;
+using ditask::detail::GroupRound;
+
+GroupArrival arrival_of(std::string kind, nlohmann::json value = nullptr, std::string op = "sum", std::size_t root = 0) {
+  GroupArrival a;
+  a.kind = std::move(kind);
+  a.members = {3, 5, 8};
+  a.value = std::move(value);
+  a.op = std::move(op);
+  a.root = root;
+  return a;
+}
+
+// Runs member `node`'s arrival on a thread of its own; the answer lands in `out`.
+std::thread arrive_on_thread(GroupHub& hub, std::uint64_t round, std::int64_t node, GroupArrival a,
+                             nlohmann::json& out, std::chrono::milliseconds timeout = std::chrono::minutes(1)) {
+  return std::thread([&hub, round, node, a = std::move(a), &out, timeout]() mutable {
+    out = hub.arrive("g", round, node, std::move(a), timeout);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("group round: an all-reduce sums, maxes and mins element by element once all arrived", "[groups][unit]") {
+  for (const auto& [op, want] : std::vector<std::pair<std::string, std::vector<double>>>{
+           {"sum", {6, 15}}, {"max", {3, 8}}, {"min", {1, 2}}}) {
+    GroupRound r(arrival_of("all_reduce", nullptr, op));
+    CHECK_FALSE(r.add(3, arrival_of("all_reduce", {1, 5}, op)));
+    CHECK_FALSE(r.complete());
+    CHECK(r.missing() == std::vector<std::int64_t>{5, 8});
+    CHECK_FALSE(r.add(5, arrival_of("all_reduce", {2, 8}, op)));
+    CHECK_FALSE(r.add(8, arrival_of("all_reduce", {3, 2}, op)));
+    REQUIRE(r.complete());
+    CHECK(r.result().get<std::vector<double>>() == want);
+  }
+}
+
+TEST_CASE("group round: a broadcast gives the root's value; a barrier gives nothing", "[groups][unit]") {
+  GroupRound b(arrival_of("broadcast", nullptr, "sum", 1));
+  CHECK_FALSE(b.add(8, arrival_of("broadcast", "c", "sum", 1)));
+  CHECK_FALSE(b.add(3, arrival_of("broadcast", "a", "sum", 1)));
+  CHECK_FALSE(b.add(5, arrival_of("broadcast", "b", "sum", 1)));
+  CHECK(b.result() == "b");  // members[1] is node 5
+  GroupRound barrier(arrival_of("barrier"));
+  for (std::int64_t n : {3, 5, 8}) {
+    CHECK_FALSE(barrier.add(n, arrival_of("barrier")));
+  }
+  CHECK(barrier.result().is_null());
+}
+
+TEST_CASE("group round: arrivals that do not fit are refused with the reason", "[groups][unit]") {
+  GroupRound r(arrival_of("all_reduce", nullptr, "sum"));
+  CHECK(*r.add(4, arrival_of("all_reduce", {1})) == "node 4 is not among the members [3, 5, 8]");
+  CHECK_FALSE(r.add(3, arrival_of("all_reduce", {1})));
+  CHECK(*r.add(3, arrival_of("all_reduce", {1})) == "node 3 arrived twice in one round");
+  CHECK(*r.add(5, arrival_of("barrier")) == "node 5 called barrier where another member called all_reduce");
+  CHECK(*r.add(5, arrival_of("all_reduce", {1}, "max")) == "node 5 reduces with max, another member with sum");
+  auto other = arrival_of("all_reduce", {1});
+  other.members = {3, 5};
+  CHECK(*r.add(5, other) == "node 5 sees the members [3, 5], another member [3, 5, 8]");
+  CHECK_FALSE(r.add(5, arrival_of("all_reduce", {1, 2})));
+  CHECK_FALSE(r.add(8, arrival_of("all_reduce", {1})));
+  CHECK_THROWS_WITH(r.result(), "node 5 passed 2 values, another member 1");
+  GroupRound b(arrival_of("broadcast", nullptr, "sum", 0));
+  CHECK(*b.add(3, arrival_of("broadcast", 1, "sum", 2)) ==
+        "node 3 broadcasts from index 2, another member from index 0");
+}
+
+TEST_CASE("group hub: every member of a round gets the same answer, round after round", "[groups][unit]") {
+  GroupHub hub;
+  CHECK(hub.next_round("g") == 1);
+  CHECK(hub.next_round("g") == 2);
+  CHECK(hub.next_round("h") == 1);
+  for (std::uint64_t round = 1; round <= 50; ++round) {
+    nlohmann::json a, b, c;
+    auto ta = arrive_on_thread(hub, round, 3, arrival_of("all_reduce", {1.0}), a);
+    auto tb = arrive_on_thread(hub, round, 5, arrival_of("all_reduce", {2.0}), b);
+    auto tc = arrive_on_thread(hub, round, 8, arrival_of("all_reduce", {4.0}), c);
+    ta.join();
+    tb.join();
+    tc.join();
+    REQUIRE(a["ok"] == true);
+    CHECK(a["value"] == nlohmann::json::array({7.0}));
+    CHECK(a == b);
+    CHECK(b == c);
+  }
+}
+
+TEST_CASE("group hub: a member that leaves fails the round it is in and every later one", "[groups][unit]") {
+  GroupHub hub;
+  nlohmann::json a, b;
+  auto ta = arrive_on_thread(hub, 1, 3, arrival_of("barrier"), a);
+  auto tb = arrive_on_thread(hub, 1, 5, arrival_of("barrier"), b);
+  // Whether or not the arrivals came first, the round fails naming node 8.
+  hub.node_left(8, "connection lost");
+  ta.join();
+  tb.join();
+  CHECK(a["ok"] == false);
+  CHECK(a["kind"] == "member_left");
+  CHECK(a["node"] == 8);
+  CHECK(a["message"] == "member node 8 left (connection lost)");
+  CHECK(a == b);
+  const auto later = hub.arrive("g", 2, 3, arrival_of("barrier"), std::chrono::minutes(1));
+  CHECK(later["kind"] == "member_left");
+}
+
+TEST_CASE("group hub: a round not complete in time fails naming who is missing, for late arrivals too",
+          "[groups][unit]") {
+  GroupHub hub;
+  const auto first = hub.arrive("g", 1, 3, arrival_of("barrier"), std::chrono::milliseconds(1));
+  CHECK(first["kind"] == "timeout");
+  CHECK(first["message"] == "not every member arrived within 0.001 s: waiting for node(s) 5, 8");
+  const auto late = hub.arrive("g", 1, 5, arrival_of("barrier"), std::chrono::minutes(1));
+  CHECK(late == first);
+}
+
+TEST_CASE("group hub: a stop fails waiting rounds and refuses new ones", "[groups][unit]") {
+  GroupHub hub;
+  nlohmann::json a;
+  auto ta = arrive_on_thread(hub, 1, 3, arrival_of("barrier"), a);
+  hub.stop();
+  ta.join();
+  CHECK(a["kind"] == "stopped");
+  CHECK(hub.arrive("g", 2, 5, arrival_of("barrier"), std::chrono::minutes(1))["kind"] == "stopped");
+}
