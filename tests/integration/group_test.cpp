@@ -16,10 +16,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::vector<std::string> group_args(const std::string& entry, int workers, std::vector<std::string> more) {
-  std::vector<std::string> args = {"--package", module_path("rpc_tests"), "--main", entry, "--parallel-workers",
-                                   std::to_string(workers)};
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
+  return module_args("rpc_tests", entry, workers, std::move(more));
 }
 
 }  // namespace

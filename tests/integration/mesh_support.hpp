@@ -28,13 +28,19 @@
 
 namespace ditask::test::mesh {
 
-/// `--package <mesh_tests> --main <entry> --parallel-workers <workers>` plus `more`.
-inline std::vector<std::string> mesh_args(const std::string& entry, int workers,
-                                          std::vector<std::string> more = {}) {
-  std::vector<std::string> args = {"--package", module_path("mesh_tests"), "--main",
-                                   entry,       "--parallel-workers",      std::to_string(workers)};
+/// `--package <module> --main <entry> --parallel-workers <workers>` plus `more`.
+inline std::vector<std::string> module_args(const std::string& module, const std::string& entry, int workers,
+                                            std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"--package", module_path(module), "--main",
+                                   entry,       "--parallel-workers", std::to_string(workers)};
   args.insert(args.end(), more.begin(), more.end());
   return args;
+}
+
+/// module_args() of the mesh_tests module.
+inline std::vector<std::string> mesh_args(const std::string& entry, int workers,
+                                          std::vector<std::string> more = {}) {
+  return module_args("mesh_tests", entry, workers, std::move(more));
 }
 
 /// The text after "[node <node>] <tag> " of every such stdout line, in order.

@@ -17,10 +17,7 @@ using Catch::Matchers::StartsWith;
 namespace {
 
 std::vector<std::string> rpc_args(const std::string& entry, int workers, std::vector<std::string> more = {}) {
-  std::vector<std::string> args = {"--package", module_path("rpc_tests"), "--main", entry, "--parallel-workers",
-                                   std::to_string(workers)};
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
+  return module_args("rpc_tests", entry, workers, std::move(more));
 }
 
 // The value of "[node 1] CHECK <name> <value>".

@@ -40,14 +40,6 @@ const char* op_name(ReduceOp op) {
   return "sum";
 }
 
-std::string members_text(const std::vector<std::int64_t>& members) {
-  std::string out;
-  for (auto m : members) {
-    out += (out.empty() ? "" : ", ") + std::to_string(m);
-  }
-  return "[" + out + "]";
-}
-
 }  // namespace
 
 GroupError::GroupError(Kind kind, std::string group, std::int64_t node, const std::string& message, std::string hint)
@@ -75,7 +67,7 @@ nlohmann::json Group::collective(const char* kind, nlohmann::json value, std::si
                                  std::chrono::milliseconds timeout) {
   if (index_ < 0) {
     throw GroupError(GroupError::Kind::not_member, name_, -1,
-                     "node " + std::to_string(self_) + " is not a member (members " + members_text(members_) + ")",
+                     "node " + std::to_string(self_) + " is not a member (members [" + detail::node_list_text(members_) + "])",
                      "only nodes with role '" + name_ + "' (--roles) take part in its collectives");
   }
   if (root >= members_.size()) {

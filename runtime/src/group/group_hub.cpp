@@ -14,14 +14,6 @@ nlohmann::json failure(const char* kind, std::int64_t node, const std::string& m
   return {{"ok", false}, {"kind", kind}, {"node", node}, {"message", message}};
 }
 
-std::string nodes_text(const std::vector<std::int64_t>& nodes) {
-  std::string out;
-  for (auto n : nodes) {
-    out += (out.empty() ? "" : ", ") + std::to_string(n);
-  }
-  return out;
-}
-
 std::string seconds_of(std::chrono::milliseconds ms) {
   char text[32];
   std::snprintf(text, sizeof text, "%g s", static_cast<double>(ms.count()) / 1000.0);
@@ -94,7 +86,7 @@ nlohmann::json GroupHub::arrive(const std::string& group, std::uint64_t round_no
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !round.done) {
       fail_locked(round, "timeout", -1,
                   "not every member arrived within " + seconds_of(timeout) + ": waiting for node(s) " +
-                      nodes_text(round.state.missing()));
+                      node_list_text(round.state.missing()));
       changed_.notify_all();
     }
   }

@@ -6,14 +6,16 @@
 
 namespace ditask::detail {
 
-namespace {
-std::string list_text(const std::vector<std::int64_t>& nodes) {
+std::string node_list_text(const std::vector<std::int64_t>& nodes) {
   std::string out;
   for (auto n : nodes) {
     out += (out.empty() ? "" : ", ") + std::to_string(n);
   }
-  return "[" + out + "]";
+  return out;
 }
+
+namespace {
+std::string list_text(const std::vector<std::int64_t>& nodes) { return "[" + node_list_text(nodes) + "]"; }
 }  // namespace
 
 GroupRound::GroupRound(const GroupArrival& first)

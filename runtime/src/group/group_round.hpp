@@ -15,6 +15,9 @@
 
 namespace ditask::detail {
 
+/// "3, 5, 8": node ids for messages.
+std::string node_list_text(const std::vector<std::int64_t>& nodes);
+
 /// What a member brings to a round.
 struct GroupArrival {
   std::string kind;                   ///< "barrier", "broadcast" or "all_reduce"
