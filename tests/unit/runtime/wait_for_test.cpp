@@ -258,7 +258,11 @@ TEST_CASE("Waiter::wait surfaces a handler failure, once, pending before or duri
           "[task][wait_for][errors]") {
   auto& task = ditask::task();
   auto running = task.start();
-  task.on("boom", [](int) { throw std::runtime_error("handler failed"); });
+  std::atomic<bool> hold{false};  // boom's handler waits while it is set
+  task.on("boom", [&hold](int) {
+    spin_until([&hold] { return !hold.load(); });
+    throw std::runtime_error("handler failed");
+  });
   SECTION("the failure happens while it waits: the wait is woken for it") {
     auto w = task.waiter("never");
     task.emit_local("boom", 1);
@@ -267,8 +271,10 @@ TEST_CASE("Waiter::wait surfaces a handler failure, once, pending before or duri
   SECTION("the failure is pending before the wait") {
     std::atomic<bool> after{false};
     task.on("after", [&after] { after = true; });
+    hold = true;  // boom fails only once "after" is emitted too: that emit must not see the failure
     task.emit_local("boom", 1);
     task.emit_local("after");
+    hold = false;
     REQUIRE(spin_until([&] { return after.load(); }));  // FIFO: boom has failed by now
     auto w = task.waiter("never");
     CHECK_THROWS_AS(w.wait(30s), ditask::HandlerError);
