@@ -28,7 +28,7 @@ std::string hex(const std::array<std::uint8_t, 32>& bytes) {
   return out;
 }
 
-Bytes bytes_of(std::string_view s) { return Bytes(s.begin(), s.end()); }
+Bytes auth_bytes(std::string_view s) { return Bytes(s.begin(), s.end()); }
 
 bool is_lower_hex(const std::string& s) {
   return std::all_of(s.begin(), s.end(),
@@ -60,15 +60,15 @@ struct Pair {
 
 TEST_CASE("auth: hmac_sha256 matches RFC 4231", "[mesh][auth]") {
   // Test case 1: key = 20 bytes of 0x0b, data = "Hi There".
-  CHECK(hex(mesh::hmac_sha256(std::string(20, '\x0b'), bytes_of("Hi There"))) ==
+  CHECK(hex(mesh::hmac_sha256(std::string(20, '\x0b'), auth_bytes("Hi There"))) ==
         "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
   // Test case 2: key = "Jefe", data = "what do ya want for nothing?".
-  CHECK(hex(mesh::hmac_sha256("Jefe", bytes_of("what do ya want for nothing?"))) ==
+  CHECK(hex(mesh::hmac_sha256("Jefe", auth_bytes("what do ya want for nothing?"))) ==
         "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
   // Test case 6: a key longer than the block size (131 bytes of 0xaa) is hashed first.
   CHECK(
       hex(mesh::hmac_sha256(std::string(131, '\xaa'),
-                            bytes_of("Test Using Larger Than Block-Size Key - Hash Key First"))) ==
+                            auth_bytes("Test Using Larger Than Block-Size Key - Hash Key First"))) ==
       "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("auth: nonces are 64 lowercase hex characters and never repeat", "[mes
 TEST_CASE("auth: a proof is HMAC-SHA256 over the documented message", "[mesh][auth]") {
   const std::string message("ditask-auth-v1\0chal\0mine\0-42\0", 29);
   CHECK(mesh::auth_proof("tok", "chal", "mine", -42) ==
-        hex(mesh::hmac_sha256("tok", bytes_of(message))));
+        hex(mesh::hmac_sha256("tok", auth_bytes(message))));
   const auto proof = mesh::auth_proof("tok", "chal", "mine", 7);
   CHECK(proof.size() == mesh::kProofHexChars);
   CHECK(is_lower_hex(proof));
