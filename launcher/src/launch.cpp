@@ -73,14 +73,19 @@ void meet(Plan& plan, Options& options) {
   }
 }
 
+// The --layout line people see at start (and with --dry-run), on stderr.
+void print_layout(const Options& options) {
+  if (!options.layout.empty()) {
+    std::fprintf(stderr, "ditask: layout %s: %s\n", options.layout.c_str(), options.layout_text.c_str());
+  }
+}
+
 }  // namespace
 
 nlohmann::json dry_run_plan(const Options& options) {
   print_option_warnings(options);
   Plan plan = plan_layout(options, run_id_for(options));
-  if (!options.layout.empty()) {
-    std::fprintf(stderr, "ditask: layout %s: %s\n", options.layout.c_str(), options.layout_text.c_str());
-  }
+  print_layout(options);
   plan_wiring(plan, options);
   return plan_to_json(plan, options);
 }
@@ -112,9 +117,7 @@ int launch(const Options& options, const WorkerCommand& command,
   log::set_tag("launcher");
   print_option_warnings(options);
   Plan plan = plan_layout(options, run_id_for(options));
-  if (!options.layout.empty()) {
-    std::fprintf(stderr, "ditask: layout %s: %s\n", options.layout.c_str(), options.layout_text.c_str());
-  }
+  print_layout(options);
   if (options.protocol == "tcp" && !is_loopback(mapped_host(options.hosts, options.address))) {
     if (options.token.empty()) {
       DITASK_LOG(warn, "launcher") << "workers listen on " << options.address
