@@ -92,8 +92,8 @@ DITASK_MAIN(groups_many) {
 
 // Run with --roles trainer:0-2 --auto-recover and module argument victim=K: node K's first
 // incarnation dies once both other members told it they are about to enter the barrier; they
-// print "RESULT error=<kind>|<node>" (member_left naming K), wait for K's restart to join, and
-// end the job.
+// see member_left naming K, wait for K's restart to join, form the group anew with it and
+// all-reduce node ids: "RESULT error=<kind>|<node> renewed=3" (the restart: "renewed=3").
 DITASK_MAIN(groups_member_dies) {
   const Params p;
   const std::int64_t victim = p.num("victim", 2);
@@ -109,7 +109,10 @@ DITASK_MAIN(groups_member_dies) {
   });
   if (node_id() == victim) {
     if (attempt() > 0) {
-      rpc_tests::serve_until_finish();  // the restart: the others end the job
+      task.ready();  // the restart forms the group anew with the others
+      const auto sum = task.group("trainer").all_reduce({static_cast<double>(node_id())});
+      result("renewed=" + numbers_text(sum));
+      rpc_tests::serve_until_finish();  // the others end the job
       return;
     }
     task.ready();
@@ -121,9 +124,11 @@ DITASK_MAIN(groups_member_dies) {
   auto group = task.group("trainer");
   task.emit_to_node(victim, "entering");
   const auto error = group_error_of([&] { group.barrier(); });
-  result("error=" + error);
-  // The job ends once the restart is back (a restart whose peers all left would wait for them).
+  // The job ends once the restart is back (a restart whose peers all left would wait for them);
+  // the group formed anew with it works.
   rejoined.wait([](bool r) { return r; }, "the victim's restart", std::chrono::minutes(2));
+  const auto sum = task.group("trainer").all_reduce({static_cast<double>(node_id())});
+  result("error=" + error + " renewed=" + numbers_text(sum));
   const std::int64_t driver = victim == 0 ? 1 : 0;
   if (node_id() != driver) {
     rpc_tests::serve_until_finish();  // the driver's stop ends the job

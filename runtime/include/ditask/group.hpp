@@ -88,6 +88,8 @@ class DITASK_API Group {
   std::vector<std::int64_t> members_;
   std::int64_t self_ = -1;
   std::int64_t index_ = -1;
+  std::vector<std::int64_t> attempts_;  // each member's attempt (restart count) when Task::group formed it
+  friend class Task;
 };
 
 }  // namespace ditask

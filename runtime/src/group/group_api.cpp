@@ -7,6 +7,7 @@
 #include "ditask/group.hpp"
 #include "ditask/rpc.hpp"
 #include "ditask/task.hpp"
+#include "../internal_access.hpp"
 #include "group_hub.hpp"
 
 namespace ditask {
@@ -81,10 +82,11 @@ nlohmann::json Group::collective(const char* kind, nlohmann::json value, std::si
     throw GroupError(GroupError::Kind::stopped, name_, -1, "no task is running",
                      "call ditask::task().start() first, in a module run by ditask");
   }
-  const std::uint64_t round = engine->groups().next_round(name_);
+  const std::uint64_t round = engine->groups().next_round(detail::group_key(name_, attempts_));
   const nlohmann::json request = {{"group", name_},   {"round", round},  {"members", members_},
                                   {"kind", kind},     {"root", root},    {"op", op_name(op)},
-                                  {"timeout_ms", timeout.count()}, {"value", std::move(value)}};
+                                  {"timeout_ms", timeout.count()}, {"value", std::move(value)},
+                                  {"attempts", attempts_}};
   const std::int64_t coordinator = members_.front();
   // The coordinator's own answer (which names who is missing) comes before the call's timeout.
   const auto call_timeout = timeout >= std::chrono::milliseconds::max() - std::chrono::seconds(10)
@@ -146,7 +148,20 @@ Group Task::group(std::string_view role) {
       members.push_back(p.node_id);
     }
   }
-  return Group(std::string(role), std::move(members), self);
+  Group group(std::string(role), std::move(members), self);
+  // Each member's incarnation: a formation's rounds are its own, and a call that reaches a
+  // restarted coordinator is refused rather than held.
+  const auto own_attempt = detail::RouterAccess::local_meta(router)->attempt;
+  for (auto member : group.members()) {
+    std::int64_t attempt = own_attempt;
+    for (const auto& p : peers) {
+      if (p.node_id == member) {
+        attempt = p.attempt;
+      }
+    }
+    group.attempts_.push_back(attempt);
+  }
+  return group;
 }
 
 namespace detail {
@@ -163,6 +178,7 @@ void define_group_function() {
     arrival.root = request.at("root").get<std::size_t>();
     arrival.op = request.at("op").get<std::string>();
     arrival.value = request.at("value");
+    arrival.attempts = request.value("attempts", std::vector<std::int64_t>{});
     const auto timeout = std::chrono::milliseconds(request.at("timeout_ms").get<std::int64_t>());
     return engine->groups().arrive(request.at("group").get<std::string>(), request.at("round").get<std::uint64_t>(),
                                    meta.sender, std::move(arrival), timeout);

@@ -20,11 +20,36 @@ std::string seconds_of(std::chrono::milliseconds ms) {
   return text;
 }
 
+std::string left_text(std::int64_t node, const std::string& reason) {
+  return "member node " + std::to_string(node) + " left (" + reason + ")";
+}
+
 }  // namespace
 
-std::uint64_t GroupHub::next_round(const std::string& group) {
+std::string group_key(const std::string& group, const std::vector<std::int64_t>& attempts) {
+  return group + "#" + node_list_text(attempts);
+}
+
+void GroupHub::set_attempt(std::int64_t attempt) {
   std::lock_guard lock(mutex_);
-  return ++next_[group];
+  attempt_ = attempt;
+}
+
+std::uint64_t GroupHub::next_round(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  return ++next_[key];
+}
+
+std::int64_t GroupHub::departed_locked(const std::vector<std::int64_t>& members,
+                                       const std::vector<std::int64_t>& attempts) const {
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    auto gone = left_.find(members[i]);
+    // Attempts unknown: any departure of the node counts.
+    if (gone != left_.end() && (attempts.size() != members.size() || attempts[i] <= gone->second.attempt)) {
+      return members[i];
+    }
+  }
+  return -1;
 }
 
 void GroupHub::fail_locked(Round& round, const char* kind, std::int64_t node, const std::string& message) {
@@ -47,10 +72,20 @@ void GroupHub::remember_locked(const Key& key, const nlohmann::json& answer) {
 
 nlohmann::json GroupHub::arrive(const std::string& group, std::uint64_t round_no, std::int64_t from,
                                 GroupArrival arrival, std::chrono::milliseconds timeout) {
-  const Key key{group, round_no};
+  const Key key{group_key(group, arrival.attempts), round_no};
   std::unique_lock lock(mutex_);
   if (stopping_) {
     return failure("stopped", -1, "the coordinator's task is stopping");
+  }
+  const bool attempts_known = !arrival.members.empty() && arrival.attempts.size() == arrival.members.size();
+  if (attempts_known && arrival.attempts.front() != attempt_) {
+    // The member formed its group with another incarnation of this node: the rounds that
+    // incarnation coordinated are gone with it, and waiting here would never end.
+    const auto coordinator = arrival.members.front();
+    return failure("member_left", coordinator,
+                   "its coordinator, member node " + std::to_string(coordinator) +
+                       ", restarted since the group formed (attempt " + std::to_string(arrival.attempts.front()) +
+                       " then, " + std::to_string(attempt_) + " now)");
   }
   if (auto ended = ended_.find(key); ended != ended_.end()) {
     return ended->second;  // the round failed before this member came
@@ -59,11 +94,8 @@ nlohmann::json GroupHub::arrive(const std::string& group, std::uint64_t round_no
   Round& round = it->second;
   ++round.waiters;
   if (!round.done) {
-    for (auto member : round.state.members()) {
-      if (auto gone = left_.find(member); gone != left_.end()) {
-        fail_locked(round, "member_left", member, "member node " + std::to_string(member) + " left (" + gone->second + ")");
-        break;
-      }
+    if (auto member = departed_locked(round.state.members(), round.attempts); member >= 0) {
+      fail_locked(round, "member_left", member, left_text(member, left_.at(member).reason));
     }
   }
   if (!round.done) {
@@ -101,13 +133,12 @@ nlohmann::json GroupHub::arrive(const std::string& group, std::uint64_t round_no
   return answer;
 }
 
-void GroupHub::node_left(std::int64_t node, const std::string& reason) {
+void GroupHub::node_left(std::int64_t node, std::int64_t attempt, const std::string& reason) {
   std::lock_guard lock(mutex_);
-  left_[node] = reason;
+  left_[node] = Left{attempt, reason};
   for (auto& [key, round] : rounds_) {
-    const auto& members = round.state.members();
-    if (std::find(members.begin(), members.end(), node) != members.end()) {
-      fail_locked(round, "member_left", node, "member node " + std::to_string(node) + " left (" + reason + ")");
+    if (departed_locked(round.state.members(), round.attempts) == node) {
+      fail_locked(round, "member_left", node, left_text(node, reason));
     }
   }
   changed_.notify_all();

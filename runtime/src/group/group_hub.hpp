@@ -18,28 +18,37 @@
 
 namespace ditask::detail {
 
+/// What names one formation of a group in round numbers: its role and its members' attempts
+/// ("trainer#0,1,0"), so a group formed anew after a restart counts its rounds from 1.
+std::string group_key(const std::string& group, const std::vector<std::int64_t>& attempts);
+
 /// Thread: any. arrive() blocks its caller (the serving thread of the arriving member's calls)
 /// until the round completes or fails.
 class GroupHub {
  public:
-  /// The number of this node's next collective of `group` (1, 2, ...).
-  std::uint64_t next_round(const std::string& group);
+  /// This node's attempt (DITASK_ATTEMPT): rounds of groups formed with another incarnation of
+  /// it are refused.
+  void set_attempt(std::int64_t attempt);
+  /// The number of this node's next collective of the group formation `key` (group_key; 1, 2, ...).
+  std::uint64_t next_round(const std::string& key);
   /// Member `from` arrives at round `round` of `group` and waits (at most `timeout`) for the
   /// others. Returns {"ok": true, "value": result} or {"ok": false, "kind": "member_left" |
   /// "timeout" | "mismatch" | "stopped", "node": member or -1, "message": text}; every member of
   /// a round gets the same answer.
   nlohmann::json arrive(const std::string& group, std::uint64_t round, std::int64_t from, GroupArrival arrival,
                         std::chrono::milliseconds timeout);
-  /// `node` left: the rounds it is a member of fail now, and so do later ones (a group whose
-  /// member left stays broken: its rounds would no longer line up).
-  void node_left(std::int64_t node, const std::string& reason);
+  /// Incarnation `attempt` of `node` left: the rounds it is a member of fail now, and so do later
+  /// ones of the groups formed with it (their rounds would no longer line up); a group formed
+  /// with a later incarnation works.
+  void node_left(std::int64_t node, std::int64_t attempt, const std::string& reason);
   /// Fails every waiting round; later arrivals fail at once. Idempotent.
   void stop();
 
  private:
   struct Round {
-    explicit Round(const GroupArrival& first) : state(first) {}
+    explicit Round(const GroupArrival& first) : state(first), attempts(first.attempts) {}
     GroupRound state;
+    std::vector<std::int64_t> attempts;  // its members' attempts, as the first arrival said
     bool done = false;
     nlohmann::json answer;    // set once done (a success or a failure)
     std::size_t waiters = 0;  // arrive() calls holding it
@@ -56,8 +65,15 @@ class GroupHub {
   std::map<Key, Round> rounds_;                         // guarded by mutex_
   std::map<Key, nlohmann::json> ended_;                 // guarded by mutex_: failed rounds' answers
   std::deque<Key> ended_order_;                         // guarded by mutex_: oldest first, bounded
-  std::map<std::int64_t, std::string> left_;            // guarded by mutex_
+  struct Left {
+    std::int64_t attempt = 0;
+    std::string reason;
+  };
+  // The member that left, of the round's members, or -1. Caller holds mutex_.
+  std::int64_t departed_locked(const std::vector<std::int64_t>& members, const std::vector<std::int64_t>& attempts) const;
+  std::map<std::int64_t, Left> left_;                   // guarded by mutex_: the newest incarnation that left
   bool stopping_ = false;                               // guarded by mutex_
+  std::int64_t attempt_ = 0;                            // guarded by mutex_
 };
 
 }  // namespace ditask::detail

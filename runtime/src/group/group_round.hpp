@@ -25,6 +25,7 @@ struct GroupArrival {
   std::size_t root = 0;               ///< broadcast: the index of the member whose value counts
   std::string op = "sum";             ///< all_reduce: "sum", "max" or "min"
   nlohmann::json value;
+  std::vector<std::int64_t> attempts;  ///< each member's attempt when the group formed (empty: unknown)
 };
 
 /// Thread: none of its own (GroupHub's lock guards it).

@@ -55,6 +55,7 @@ RpcEngine::~RpcEngine() { stop(); }
 
 void RpcEngine::start() {
   objects_.set_self(std::shared_ptr<ObjectTable>(shared_from_this(), &objects_));  // shares the engine's life
+  groups_.set_attempt(self_.meta ? self_.meta->attempt : 0);
   define_group_function();
   service_thread_ = std::thread([this] { service_loop(); });
 }
@@ -356,7 +357,7 @@ void RpcEngine::on_membership(const RemoteEvent& e) {
     fail_call(id, RpcError::Kind::node_left,
               "node " + std::to_string(node) + " left (" + reason + ") before it answered");
   }
-  groups_.node_left(node, reason);
+  groups_.node_left(node, kwargs.value("attempt", std::int64_t{0}), reason);
   post_service([this, node] { objects_.node_left(node); });
 }
 

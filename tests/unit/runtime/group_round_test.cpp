@@ -108,7 +108,7 @@ TEST_CASE("group hub: a member that leaves fails the round it is in and every la
   auto ta = arrive_on_thread(hub, 1, 3, arrival_of("barrier"), a);
   auto tb = arrive_on_thread(hub, 1, 5, arrival_of("barrier"), b);
   // Whether or not the arrivals came first, the round fails naming node 8.
-  hub.node_left(8, "connection lost");
+  hub.node_left(8, 0, "connection lost");
   ta.join();
   tb.join();
   CHECK(a["ok"] == false);
@@ -138,4 +138,43 @@ TEST_CASE("group hub: a stop fails waiting rounds and refuses new ones", "[group
   ta.join();
   CHECK(a["kind"] == "stopped");
   CHECK(hub.arrive("g", 2, 5, arrival_of("barrier"), std::chrono::minutes(1))["kind"] == "stopped");
+}
+
+TEST_CASE("group hub: a coordinator that restarted since the group formed refuses its rounds as member_left",
+          "[groups][unit]") {
+  GroupHub hub;
+  hub.set_attempt(1);  // this coordinator (node 3) is its first restart
+  auto stale = arrival_of("barrier");
+  stale.attempts = {0, 0, 0};  // the member formed its group with the first incarnation
+  const auto refused = hub.arrive("g", 7, 5, stale, std::chrono::minutes(1));
+  CHECK(refused["ok"] == false);
+  CHECK(refused["kind"] == "member_left");
+  CHECK(refused["node"] == 3);
+  CHECK(refused["message"] == "its coordinator, member node 3, restarted since the group formed (attempt 0 then, 1 now)");
+  // A group formed with this incarnation is served as usual.
+  auto current = arrival_of("barrier");
+  current.attempts = {1, 0, 0};
+  CHECK(hub.arrive("g", 1, 5, current, std::chrono::milliseconds(1))["kind"] == "timeout");
+}
+
+TEST_CASE("group hub: after a member's restart the group formed anew with it works; the old one stays failed",
+          "[groups][unit]") {
+  GroupHub hub;
+  hub.node_left(8, 0, "connection lost");  // node 8's first incarnation left
+  auto old_group = arrival_of("barrier");
+  old_group.attempts = {0, 0, 0};
+  CHECK(hub.arrive("g", 1, 3, old_group, std::chrono::minutes(1))["kind"] == "member_left");
+  auto renewed = arrival_of("all_reduce", nlohmann::json::array({1.0}));
+  renewed.attempts = {0, 0, 1};  // node 8 came back as attempt 1
+  nlohmann::json a, b, c;
+  auto ta = arrive_on_thread(hub, 1, 3, renewed, a);
+  auto tb = arrive_on_thread(hub, 1, 5, renewed, b);
+  auto tc = arrive_on_thread(hub, 1, 8, renewed, c);
+  ta.join();
+  tb.join();
+  tc.join();
+  CHECK(a["ok"] == true);
+  CHECK(a["value"] == nlohmann::json::array({3.0}));
+  CHECK(a == b);
+  CHECK(b == c);
 }
