@@ -23,13 +23,15 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 # The Debian 12 packages of the core build; the README's one-liner lists the same. dpkg-dev
 # (dpkg-shlibdeps) and file are for `cpack -G DEB` (scripts/package.sh).
 DITASK_PACKAGES=(g++ cmake make libboost1.81-dev nlohmann-json3-dev libcli11-dev catch2 ccache
-                 pkg-config libssl-dev libeigen3-dev dpkg-dev file)
+                 pkg-config libssl-dev libeigen3-dev libhiredis-dev dpkg-dev file)
 
-# What the mesh benchmark needs besides: ZeroMQ, its second baseline (tests/bench/zmq_mesh_bench.cpp).
-DITASK_BENCH_PACKAGES=(libzmq3-dev)
+# What the benchmarks need besides: ZeroMQ, the mesh's second baseline (tests/bench/zmq_mesh_bench.cpp),
+# and redis-server for `scripts/bench.sh redis`.
+DITASK_BENCH_PACKAGES=(libzmq3-dev redis-server)
 
 # What only the tests need besides: a private Slurm (tests/slurm), network namespaces
-# (tests/netns), and the benchmarks' programs, which CI builds and smoke-runs.
+# (tests/netns), redis-server (each Redis test starts its own), and the benchmarks' programs,
+# which CI builds and smoke-runs.
 DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2 "${DITASK_BENCH_PACKAGES[@]}")
 
 # CMake uses ccache by itself when it is installed (CMakeLists.txt). These let ccache cache

@@ -165,9 +165,6 @@ Options build_options(const RawValues& values) {
   }
   if (const auto* v = get("mq-type")) {
     o.mq_type = *v;
-    if (o.mq_type != "nng") {
-      throw Error("--mq-type " + o.mq_type + " is not supported yet", "use the default --mq-type nng");
-    }
   }
   if (const auto* v = get("platform-spec")) {
     parse_platform_spec(*v);  // validated even without --platform
@@ -229,9 +226,6 @@ Options build_options(const RawValues& values) {
   if (const auto* v = get("roles")) {
     o.roles = parse_roles(*v);
   }
-  if (const auto* v = get("redis-port")) {
-    to_integer("redis-port", *v);
-  }
   if (const auto* v = get("local_rank")) {
     to_integer("local_rank", *v);
   }
@@ -282,6 +276,7 @@ Options build_options(const RawValues& values) {
                 "first --node-ids / --parallel-workers");
   }
   apply_mesh_values(values, o);
+  apply_redis_values(values, o);
   return o;
 }
 

@@ -25,6 +25,14 @@ void require_choice(const std::string& name, const std::string& value);
 /// `what` names its origin ("--run-id", "DITASK_RUN_ID"). Errors: ditask::Error with `hint`.
 void check_run_id(const std::string& what, const std::string& value, const std::string& hint);
 
+/// Converts and checks --redis-url, --redis-host, --redis-port, --redis-db and --redis-password
+/// into `o.redis`. Errors: ditask::Error (never showing a password).
+void apply_redis_values(const RawValues& values, Options& o);
+
+/// Parses redis://[[user]:password@]host[:port][/db]. Errors: ditask::Error naming what is wrong
+/// (the password never shown).
+RedisServer parse_redis_url(const std::string& url);
+
 /// Converts and checks the mesh settings (--run-id, --token, --startup-timeout,
 /// --max-frame-bytes, --send-queue-bytes, --send-timeout, --send-policy, --relay) into `o`,
 /// whose topology is already set. Errors: ditask::Error (never showing a token).

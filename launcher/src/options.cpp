@@ -74,8 +74,11 @@ const std::vector<OptionSpec>& option_specs() {
         {"host-pattern", "", K::text, "", {}, "--platform k8s in an Indexed Job: the host name of pod {index}, e.g. myjob-{index}.myjob-svc"},
         {"hosts-file", "", K::text, "", {}, "A hosts-format file (address name...) looked up before the system resolver: the listening address, the rendezvous and the workers' dials"},
         {"mq-type", "", K::text, "nng", {"nng", "redis"}, "Message transport: 'nng' (our mesh) or 'redis'"},
-        {"redis-host", "", K::text, "", {}, "Redis host for --mq-type redis"},
-        {"redis-port", "", K::integer, "", {}, "Redis port for --mq-type redis"},
+        {"redis-host", "", K::text, "127.0.0.1", {}, "Redis host for --mq-type redis"},
+        {"redis-port", "", K::integer, "6379", {}, "Redis port for --mq-type redis"},
+        {"redis-db", "", K::integer, "0", {}, "Redis database index for --mq-type redis (its presence keys; channels are server-wide)"},
+        {"redis-password", "", K::text, "", {}, "Password for Redis AUTH (default: $DITASK_REDIS_PASSWORD; empty = none). Never printed"},
+        {"redis-url", "", K::text, "", {}, "redis://[[user]:password@]host[:port][/db], instead of --redis-host/--redis-port/--redis-db/--redis-password"},
     });
     group("Supervision", {
         {"auto-recover", "", K::flag, "false", {}, "Restart a worker that fails on its own (same node id), up to --max-retries"},
@@ -181,6 +184,12 @@ void use_inherited_defaults(const std::map<std::string, std::string>& env, RawVa
     if (auto inherited = env.find("DITASK_TOKEN"); inherited != env.end()) {
       chosen["token"] = inherited->second;
       origins["token"] = Source::environment;
+    }
+  }
+  if (origins["redis-password"] == Source::default_value) {
+    if (auto inherited = env.find("DITASK_REDIS_PASSWORD"); inherited != env.end()) {
+      chosen["redis-password"] = inherited->second;
+      origins["redis-password"] = Source::environment;
     }
   }
 }
@@ -351,6 +360,13 @@ Options resolve_options(const RawValues& command_line, const std::map<std::strin
   }
   options.values["run-id"] = options.run_id;
   options.values["token"] = options.token.empty() ? "" : kHiddenToken;
+  options.values["redis-password"] = options.redis.password.empty() ? "" : kHiddenToken;
+  if (chosen.count("redis-url") != 0) {
+    const auto& r = options.redis;
+    options.values["redis-url"] = "redis://" + (r.user.empty() && r.password.empty() ? std::string()
+                                               : r.user + (r.password.empty() ? "" : ":" + std::string(kHiddenToken)) + "@") +
+                                  r.host + ":" + std::to_string(r.port) + "/" + std::to_string(r.db);
+  }
   return options;
 }
 

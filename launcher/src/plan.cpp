@@ -59,16 +59,27 @@ nlohmann::json plan_settings(const Plan& plan, const Options& options) {
   for (const auto& w : plan.workers) {
     nodes.push_back({{"node_id", w.node_id}, {"local_id", w.local_id}, {"listen", w.listen}});
   }
-  return {{"version", 1},
-          {"run_id", plan.run_id},
-          {"run_id_explicit", options.run_id_explicit},
-          {"platform", plan.platform},
-          {"protocol", options.protocol},
-          {"topology", options.topology},
-          {"grace_period_s", options.grace_period},
-          {"nodes", nodes},
-          {"hosts", options.hosts},
-          {"mesh", mesh_settings(options, false)}};
+  nlohmann::json settings = {{"version", 1},
+                              {"run_id", plan.run_id},
+                              {"run_id_explicit", options.run_id_explicit},
+                              {"platform", plan.platform},
+                              {"protocol", options.protocol},
+                              {"topology", options.topology},
+                              {"grace_period_s", options.grace_period},
+                              {"nodes", nodes},
+                              {"hosts", options.hosts},
+                              {"mesh", mesh_settings(options, false)}};
+  if (options.mq_type == "redis") {
+    const auto& r = options.redis;
+    settings["mq"] = {{"type", "redis"}, {"host", r.host}, {"port", r.port}, {"db", r.db}};
+    if (!r.user.empty()) {
+      settings["mq"]["user"] = r.user;
+    }
+    if (!r.password.empty()) {
+      settings["mq"]["password"] = r.password;
+    }
+  }
+  return settings;
 }
 
 /// A worker's contract environment as --dry-run may print it: the token in DITASK_PLAN hidden.
@@ -80,6 +91,9 @@ std::map<std::string, std::string> printable_env(std::map<std::string, std::stri
   auto settings = nlohmann::json::parse(it->second);
   if (settings.contains("mesh") && settings["mesh"].contains("token")) {
     settings["mesh"]["token"] = kHiddenToken;
+  }
+  if (settings.contains("mq") && settings["mq"].contains("password")) {
+    settings["mq"]["password"] = kHiddenToken;
   }
   it->second = settings.dump();
   return env;

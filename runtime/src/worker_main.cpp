@@ -105,8 +105,9 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
     detail::RouterAccess::activate(
         task().router(), detail::RouterIdentity{env.node_id, env.local_id, env.parallel_workers, env.labels, env.roles, env.attempt});
     detail::TransportPlan plan{
-        detail::mesh::mesh_settings(env, std::getenv("DITASK_TOKEN"), std::getenv("DITASK_LISTEN_FD"))};
+        detail::mesh::mesh_settings(env, std::getenv("DITASK_TOKEN"), std::getenv("DITASK_LISTEN_FD")), std::nullopt};
     plan.mesh.topic_prefix = detail::kTaskTopicPrefix;
+    plan.redis = detail::redis::redis_settings(env);
     detail::set_worker_transport_plan(std::move(plan));
     entry = resolve(env);
   } catch (const std::exception& e) {

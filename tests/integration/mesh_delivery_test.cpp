@@ -61,8 +61,11 @@ long number(const std::string& line, const std::string& key) {
 }  // namespace
 
 TEST_CASE("mesh: 100,000 events from each of 3 senders arrive complete and in order",
-          "[mesh][integration][delivery]") {
-  auto r = run_ditask(mesh_args("order", 4, {"--", "count=100000"}), 100s);
+          "[mesh][integration][delivery][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("order", 4, {"--", "count=100000"})), 100s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) ==
@@ -75,8 +78,11 @@ TEST_CASE("mesh: 100,000 events from each of 3 senders arrive complete and in or
 }
 
 TEST_CASE("mesh: each remote event reaches each of several handlers exactly once",
-          "[mesh][integration][delivery]") {
-  auto r = run_ditask(mesh_args("exactly_once", 2, {"--", "count=1000"}), 60s);
+          "[mesh][integration][delivery][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("exactly_once", 2, {"--", "count=1000"})), 60s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   // Three `on` handlers: 1000 events each, all distinct; the `once` handler: the first only;
@@ -86,8 +92,11 @@ TEST_CASE("mesh: each remote event reaches each of several handlers exactly once
 }
 
 TEST_CASE("mesh: a burst of 300 events of 1 MiB is delivered completely and intact",
-          "[mesh][integration][delivery]") {
-  auto r = run_ditask(mesh_args("burst", 2, {"--", "count=300", "size=1048576"}), 120s);
+          "[mesh][integration][delivery][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("burst", 2, {"--", "count=300", "size=1048576"})), 120s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) == "received=300 bytes=314572800 corrupt=0 inversions=0");
@@ -154,10 +163,12 @@ TEST_CASE("mesh: star with --relay: an event emitted before the other spoke join
 }
 
 TEST_CASE("mesh: a worker killed by SIGKILL under --auto-recover rejoins and receives again",
-          "[mesh][integration][delivery]") {
+          "[mesh][integration][delivery][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
   DitaskProcess p;
-  p.start(mesh_args("recover_kill", 3,
-                    {"--auto-recover", "--max-retries", "1", "--restart-backoff", "0"}));
+  p.start(over.args(mesh_args("recover_kill", 3, {"--auto-recover", "--max-retries", "1", "--restart-backoff", "0"})));
   p.require_line("[node 0] ARMED", 30s);
   p.require_line("[node 2] ARMED", 30s);
   p.require_line("[node 1] READY attempt=0 pid=", 30s);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <dirent.h>
 #include <fstream>
 #include <netinet/in.h>
@@ -24,6 +25,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "redis_server.hpp"
 #include "run_ditask.hpp"
 
 namespace ditask::test::mesh {
@@ -42,6 +44,34 @@ inline std::vector<std::string> mesh_args(const std::string& entry, int workers,
                                           std::vector<std::string> more = {}) {
   return module_args("mesh_tests", entry, workers, std::move(more));
 }
+
+/// One transport the event-semantics tests run over: "mesh" (TCP), or "redis" with a
+/// redis-server of the test's own for as long as this object lives. Every test that states
+/// event semantics, not sockets, runs over both (GENERATE(as<std::string>{}, "mesh", "redis")).
+class Over {
+ public:
+  explicit Over(const std::string& transport) : name_(transport) {
+    if (transport == "redis") {
+      redis_ = std::make_unique<RedisServer>();
+    }
+  }
+  /// "mesh" or "redis", as EventMeta::transport names it.
+  const std::string& name() const { return name_; }
+  /// The server over "redis", else null.
+  RedisServer* redis() const { return redis_.get(); }
+  /// `args` with this transport's options put before the module arguments ("--").
+  std::vector<std::string> args(std::vector<std::string> args) const {
+    if (redis_) {
+      const auto at = std::find(args.begin(), args.end(), std::string("--"));
+      args.insert(at, {"--mq-type", "redis", "--redis-port", redis_->port_text()});
+    }
+    return args;
+  }
+
+ private:
+  std::string name_;
+  std::unique_ptr<RedisServer> redis_;
+};
 
 /// The text after "[node <node>] <tag> " of every such stdout line, in order.
 inline std::vector<std::string> tagged(const std::string& out, long node, const std::string& tag) {

@@ -28,11 +28,14 @@ std::string membership_of(const std::string& line) {
 
 }  // namespace
 
-TEST_CASE("mesh: every worker hears every other worker's remote emit, over tcp and ipc",
-          "[mesh][integration]") {
-  const std::string protocol = GENERATE(as<std::string>{}, "tcp", "ipc");
+TEST_CASE("mesh: every worker hears every other worker's remote emit, over tcp, ipc and redis",
+          "[mesh][integration][redis]") {
+  const std::string protocol = GENERATE(as<std::string>{}, "tcp", "ipc", "redis");
   CAPTURE(protocol);
-  auto r = run_ditask(mesh_args("ping", 3, {"--protocol", protocol}), 30s);
+  const Over over(protocol == "redis" ? "redis" : "mesh");
+  auto r = run_ditask(over.args(mesh_args("ping", 3, protocol == "redis" ? std::vector<std::string>{}
+                                                                         : std::vector<std::string>{"--protocol", protocol})),
+                      30s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) == "peers=1,2 pings_from=1,2");
@@ -52,8 +55,11 @@ TEST_CASE("mesh: an uncaught exception in one worker fails the job with its text
 }
 
 TEST_CASE("mesh: a peer that stopped does not disturb one that keeps emitting",
-          "[mesh][integration]") {
-  auto r = run_ditask(mesh_args("disconnect", 2), 30s);
+          "[mesh][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("disconnect", 2)), 30s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) == "got_greeting=1");
@@ -61,9 +67,12 @@ TEST_CASE("mesh: a peer that stopped does not disturb one that keeps emitting",
 }
 
 TEST_CASE("mesh: auto-recover restarts a failed worker, which rejoins and is heard again",
-          "[mesh][integration]") {
+          "[mesh][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
   auto r = run_ditask(
-      mesh_args("recover", 3, {"--auto-recover", "--max-retries", "1", "--restart-backoff", "0"}),
+      over.args(mesh_args("recover", 3, {"--auto-recover", "--max-retries", "1", "--restart-backoff", "0"})),
       60s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
@@ -89,8 +98,11 @@ TEST_CASE("mesh: auto-recover with --max-retries 0 fails the job with the worker
 }
 
 TEST_CASE("mesh: a middleware's remote emits are counted by the peer, step by step",
-          "[mesh][integration]") {
-  auto r = run_ditask(mesh_args("pipeline", 2), 30s);
+          "[mesh][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("pipeline", 2)), 30s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) == "steps=10 from_1=" + steps_0_to_9());
@@ -98,8 +110,11 @@ TEST_CASE("mesh: a middleware's remote emits are counted by the peer, step by st
 }
 
 TEST_CASE("mesh: emit scopes: remote-only never reaches the sender, local-only never leaves it",
-          "[mesh][integration]") {
-  auto r = run_ditask(mesh_args("scopes", 2), 30s);
+          "[mesh][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("scopes", 2)), 30s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   // By node 1's marker (one sender's events arrive in order): all 20 remote-only greetings, the
@@ -124,8 +139,11 @@ TEST_CASE("mesh: a node that dials its own address receives its own remote emits
 }
 
 TEST_CASE("mesh: a peer's stop broadcasts finish and ends an unbounded run()",
-          "[mesh][integration]") {
-  auto r = run_ditask(mesh_args("early_stop", 2), 30s);
+          "[mesh][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("early_stop", 2)), 30s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) == "run_ended=1 finish_from=1 reason=ok arg=true");
@@ -155,8 +173,11 @@ TEST_CASE("mesh: two launchers joined by --attach-to with node ids pass finish a
 }
 
 TEST_CASE("mesh: emit_to_node, emit_to_label and named arguments reach exactly their targets",
-          "[mesh][integration]") {
-  auto r = run_ditask(mesh_args("targets", 3, {"--labels", "team"}), 30s);
+          "[mesh][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("targets", 3, {"--labels", "team"})), 30s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) == "acks=2");
@@ -174,7 +195,9 @@ TEST_CASE("mesh: emit_to_node, emit_to_label and named arguments reach exactly t
     std::vector<std::string> expected;
     for (long peer = 0; peer < 3; ++peer) {
       if (peer != node) {
-        expected.push_back(std::to_string(peer) + "@0|" + listen[static_cast<std::size_t>(peer)] +
+        // Over Redis a peer listens nowhere.
+        const std::string address = over.redis() ? "" : listen[static_cast<std::size_t>(peer)];
+        expected.push_back(std::to_string(peer) + "@0|" + address +
                            "|node." + std::to_string(peer) + ";team");
       }
     }
@@ -185,8 +208,11 @@ TEST_CASE("mesh: emit_to_node, emit_to_label and named arguments reach exactly t
 }
 
 TEST_CASE("mesh: a handler learns who sent its event and replies to exactly that node",
-          "[mesh][integration]") {
-  auto r = run_ditask(mesh_args("reply", 3, {"--labels", "team"}), 30s);
+          "[mesh][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("reply", 3, {"--labels", "team"})), 30s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) == "answered=2");
@@ -194,7 +220,8 @@ TEST_CASE("mesh: a handler learns who sent its event and replies to exactly that
     CAPTURE(node);
     const std::string id = std::to_string(node);
     CHECK(result_of(r.out, node) == "asked_as=" + id + " attempt=0 labels=node." + id +
-                                        ";team transport=mesh remote=1 answer_from=0 answer_remote=1");
+                                        ";team transport=" + over.name() +
+                                        " remote=1 answer_from=0 answer_remote=1");
   }
 }
 

@@ -44,12 +44,6 @@ std::string seconds_text(std::chrono::milliseconds ms) {
   return text;
 }
 
-bool labels_match(const std::set<std::string>& labels, const std::string& pattern) {
-  return std::any_of(labels.begin(), labels.end(), [&](const std::string& label) {
-    return ::fnmatch(pattern.c_str(), label.c_str(), 0) == 0;
-  });
-}
-
 }  // namespace
 
 void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {

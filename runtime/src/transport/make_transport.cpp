@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "../mesh/make_mesh.hpp"
+#include "../redis/make_redis.hpp"
 
 namespace ditask::detail {
 
@@ -15,6 +16,9 @@ std::shared_ptr<Transport> g_worker_transport;  // guarded by g_worker_mutex
 }  // namespace
 
 std::shared_ptr<Transport> make_transport(const TransportPlan& plan) {
+  if (plan.redis) {
+    return redis::make_redis(plan.mesh, *plan.redis);
+  }
   return mesh::make_mesh(plan.mesh);
 }
 

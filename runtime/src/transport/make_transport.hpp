@@ -4,14 +4,18 @@
 
 #include <memory>
 
+#include <optional>
+
 #include "../mesh/settings.hpp"
+#include "../redis/redis_settings.hpp"
 #include "transport.hpp"
 
 namespace ditask::detail {
 
 /// Which transport a worker uses, with its settings (read from the launcher's plan).
 struct TransportPlan {
-  mesh::MeshSettings mesh;  ///< the mesh (the only transport so far)
+  mesh::MeshSettings mesh;  ///< the node and its limits; the mesh's addresses
+  std::optional<redis::RedisSettings> redis;  ///< set: --mq-type redis (the mesh's addresses are unused)
 };
 
 /// Creates and starts the transport `plan` names. Errors: ditask::Error when it cannot start

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "peer_table.hpp"
 
+#include <fnmatch.h>
+
+#include <algorithm>
+
 #include "ditask/router.hpp"
 
 namespace ditask::detail {
@@ -16,6 +20,12 @@ RemoteEvent membership_notice(const char* event, const PeerRecord& peer) {
   return e;
 }
 }  // namespace
+
+bool labels_match(const std::set<std::string>& labels, const std::string& pattern) {
+  return std::any_of(labels.begin(), labels.end(), [&](const std::string& label) {
+    return ::fnmatch(pattern.c_str(), label.c_str(), 0) == 0;
+  });
+}
 
 RemoteEvent peer_joined_notice(const PeerRecord& peer) {
   RemoteEvent e = membership_notice(events::peer_joined, peer);

@@ -31,6 +31,9 @@ struct PeerRecord {
   std::string listen;            ///< the address it listens on ("" when it does not)
 };
 
+/// True when one of `labels` matches the glob `pattern` (SendTarget::label).
+bool labels_match(const std::set<std::string>& labels, const std::string& pattern);
+
 /// The notices a transport hands its sink when a peer joins (labels, address) or leaves (reason,
 /// events sent to it that it never acknowledged).
 RemoteEvent peer_joined_notice(const PeerRecord& peer);

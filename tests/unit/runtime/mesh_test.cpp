@@ -359,7 +359,7 @@ TEST_CASE("task over the mesh: a peer's finish with a reason that is not a strin
   ditask::detail::RouterIdentity identity;
   identity.node_id = 0;
   ditask::detail::RouterAccess::activate(task.router(), identity);
-  ditask::detail::TransportPlan plan{settings_for(0, nodes)};
+  ditask::detail::TransportPlan plan{settings_for(0, nodes), std::nullopt};
   ditask::detail::set_worker_transport_plan(plan);
   {
     auto running = task.start();

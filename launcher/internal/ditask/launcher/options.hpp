@@ -42,6 +42,15 @@ std::string env_name(const std::string& option_name);
 /// Raw option values by name (as typed), before resolution.
 using RawValues = std::map<std::string, std::string>;
 
+/// The Redis server of --mq-type redis and the login to it.
+struct RedisServer {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::string user;      ///< empty: AUTH with the password alone
+  std::string password;  ///< empty: no AUTH. Never printed
+  int db = 0;
+};
+
 /// The resolved, validated launch request.
 struct Options {
   std::string package;
@@ -64,6 +73,7 @@ struct Options {
   std::string hosts_file;                ///< --hosts-file
   std::map<std::string, std::string> hosts;  ///< its names -> addresses
   std::string mq_type = "nng";
+  RedisServer redis;                     ///< --redis-url / --redis-host ... (used with --mq-type redis)
   double startup_interval = 0.0;         ///< seconds between local worker starts
   bool auto_recover = false;
   std::int64_t max_retries = 3;

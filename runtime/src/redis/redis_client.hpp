@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// One hiredis asynchronous connection driven by an Asio io_context: its socket is watched with
+// async_wait (no polling loop), its commands are pipelined, and its end is reported once.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+struct redisAsyncContext;
+struct redisReply;
+
+namespace ditask::detail::redis {
+
+/// Thread: the io_context's thread only (hiredis is not thread-safe).
+class RedisClient {
+ public:
+  /// A reply, or null when the connection ended before it came.
+  using Reply = std::function<void(redisReply*)>;
+  /// The raw callback of the hot path (PUBLISH): no std::function per command.
+  using RawCallback = void (*)(redisAsyncContext*, void* reply, void* privdata);
+
+  /// `on_up`: connected (before any reply). `on_down(why)`: the connection ended (refused, lost,
+  /// or closed by close()); called once per open(), never from inside a call to this object.
+  RedisClient(boost::asio::io_context& io, std::function<void()> on_up, std::function<void(std::string)> on_down);
+  ~RedisClient();
+  RedisClient(const RedisClient&) = delete;
+  RedisClient& operator=(const RedisClient&) = delete;
+
+  /// Starts connecting to host:port. False (with `error`) when hiredis refuses at once.
+  bool open(const std::string& host, int port, std::string& error);
+  /// True from open() until the end is reported.
+  bool is_open() const noexcept { return ctx_ != nullptr; }
+  /// Sends a command; `reply` runs with its answer (or null). False when not open.
+  bool command(const std::vector<std::string>& argv, Reply reply);
+  /// command() with a raw callback and up to three arguments. False when not open.
+  bool command_raw(RawCallback fn, void* privdata, std::string_view a, std::string_view b = {},
+                   std::string_view c = {});
+  /// SUBSCRIBE `channel`: `message` runs with the confirmation and with every message on it
+  /// (an array reply), and with null when the connection ends. False when not open.
+  bool subscribe(const std::string& channel, Reply message);
+  /// Runs after each read of the socket whose replies ran (a batch ends). Set before open().
+  void set_after_read(std::function<void()> fn) { after_read_ = std::move(fn); }
+  /// What the owner of a raw callback's client is (RawCallback gets the redisAsyncContext, whose
+  /// `data` is this client, or null while it is destroyed: then do nothing).
+  void set_owner(void* owner) noexcept { owner_ = owner; }
+  void* owner() const noexcept { return owner_; }
+  /// Ends the connection after pending replies (on_down follows). Idempotent.
+  void close() noexcept;
+
+ private:
+  struct Watch;
+  static void on_connect(const redisAsyncContext* ctx, int status);
+  static void on_disconnect(const redisAsyncContext* ctx, int status);
+  static void on_reply(redisAsyncContext* ctx, void* reply, void* privdata);
+  static void on_message(redisAsyncContext* ctx, void* reply, void* privdata);
+  void ended(std::string why);
+
+  boost::asio::io_context& io_;
+  std::function<void()> on_up_;
+  std::function<void(std::string)> on_down_;
+  redisAsyncContext* ctx_ = nullptr;
+  std::shared_ptr<Watch> watch_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::function<void()> after_read_;
+  void* owner_ = nullptr;
+  std::vector<std::unique_ptr<Reply>> subscriptions_;  // their callbacks, for as long as the connection
+};
+
+/// The text of an error reply (or "no reply"), for messages.
+std::string reply_error(const redisReply* reply);
+
+}  // namespace ditask::detail::redis

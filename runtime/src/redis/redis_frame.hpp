@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// What one worker publishes to another's Redis channel: an event, or a notice of how many it
+// sent (sync, bye), each with the sender's node id, process instance and per-receiver sequence
+// number, so the receiver sees the sender's order and counts what it never got. docs/redis.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ditask::detail::redis {
+
+/// What a message is.
+enum class FrameKind : std::uint8_t {
+  event = 1,  ///< one event: `seq` is its number, `topic` and `payload` are set
+  sync = 2,   ///< `seq` is the last event number sent so far (after a reconnect)
+  bye = 3,    ///< the sender leaves; `seq` is the last event number it sent (`failed`: it failed)
+};
+
+/// A message as read. `topic` and `payload` point into the bytes it was read from.
+struct FrameView {
+  FrameKind kind = FrameKind::event;
+  bool failed = false;
+  std::int64_t sender = 0;
+  std::uint64_t instance = 0;
+  std::uint64_t seq = 0;
+  std::string_view topic;
+  std::span<const std::uint8_t> payload;
+};
+
+/// Bytes before the topic: kind, flags, sender, instance, seq, topic length.
+inline constexpr std::size_t kFrameHeaderBytes = 1 + 1 + 8 + 8 + 8 + 2;
+
+/// Appends a message to `out` (cleared first). Errors: std::length_error for a topic longer than
+/// 65535 bytes.
+void encode_frame(std::vector<std::uint8_t>& out, FrameKind kind, bool failed, std::int64_t sender,
+                  std::uint64_t instance, std::uint64_t seq, std::string_view topic,
+                  std::span<const std::uint8_t> payload);
+
+/// Reads a message; nullopt for bytes that are not one (too short, unknown kind, a topic past
+/// the end).
+std::optional<FrameView> decode_frame(std::span<const std::uint8_t> bytes);
+
+/// The receiver's side of one sender's numbers: which arrived in order, which never came.
+class SequenceCheck {
+ public:
+  /// What one number means.
+  struct Outcome {
+    bool deliver = false;       ///< new: hand the event over
+    std::uint64_t missing = 0;  ///< numbers skipped before it (lost on the way)
+  };
+  /// An event numbered `seq` came (numbers start at 1).
+  Outcome on_event(std::uint64_t seq) noexcept;
+  /// The sender says it sent `last` so far: returns how many of those never came.
+  std::uint64_t on_sent_so_far(std::uint64_t last) noexcept;
+
+ private:
+  std::uint64_t last_ = 0;  // the highest number seen or accounted for
+};
+
+}  // namespace ditask::detail::redis

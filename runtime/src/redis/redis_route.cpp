@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: MIT
+// The Redis transport's events: routing an emit to its peers' channels (held for a peer that has
+// not said hello yet), publishing them in order, and reading what comes on this node's channel
+// with each sender's numbers checked. Hellos and leaves. docs/redis.md.
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
+
+#include "../codec/envelope.hpp"
+#include "ditask/error.hpp"
+#include "ditask/runtime/log.hpp"
+#include "redis_transport.hpp"
+
+namespace ditask::detail::redis {
+
+namespace {
+
+constexpr std::size_t kEarlyKept = 4096;  // events of a sender not known yet, kept until its hello
+
+std::string text_of(const redisReply* r) { return r != nullptr && r->str != nullptr ? std::string(r->str, r->len) : ""; }
+
+}  // namespace
+
+// ---- sending (any thread) ----
+
+void RedisTransport::send(const SendTarget& target, std::string_view event, const EventArgs& args) {
+  const auto payload = codec::encode_event_args(args);
+  send_payload(target, event, payload);
+}
+
+void RedisTransport::send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) {
+  send_payload(target, event, payload);
+}
+
+void RedisTransport::send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) {
+  Held held{settings_.topic_prefix + std::string(event), nullptr};
+  const std::size_t size = held.topic.size() + payload.size() + kFrameHeaderBytes;
+  if (size > settings_.max_frame_bytes) {
+    throw Error("event '" + std::string(event) + "' is " + std::to_string(size) +
+                    " bytes, more than --max-frame-bytes (" + std::to_string(settings_.max_frame_bytes) + ")",
+                "send smaller events or raise --max-frame-bytes");
+  }
+  held.payload = std::make_shared<const std::vector<std::uint8_t>>(payload.begin(), payload.end());
+  std::unique_lock lock(mutex_);
+  if (shutting_down_) {
+    return;
+  }
+  std::vector<Peers::Expected*> joined, early;
+  bool found = false;
+  for (auto& e : peers_.expected()) {
+    if (target.node && e.node != target.node) {
+      continue;
+    }
+    if (e.conn != 0) {
+      const auto* j = peers_.joined(*e.node);
+      if (!target.label.empty() && (j == nullptr || !labels_match(j->record.labels, target.label))) {
+        continue;
+      }
+      joined.push_back(&e);
+      found = true;
+    } else if (!e.joined_ever && target.label.empty()) {
+      early.push_back(&e);
+      found = true;
+    }
+  }
+  if (target.node && !found) {
+    std::string known;
+    for (const auto& [node, j] : peers_.joined()) {
+      known += (known.empty() ? "" : ", ") + std::to_string(node);
+    }
+    throw Error("node " + std::to_string(*target.node) + " is not a peer of node " + std::to_string(settings_.node_id),
+                known.empty() ? "no peer is connected" : "connected peers: " + known);
+  }
+  // Bounded like a mesh send queue: what is on its way to Redis.
+  const std::size_t want = size * (joined.size() + early.size());
+  auto room = [&] { return bytes_in_flight_ == 0 || bytes_in_flight_ + want <= settings_.send_queue_bytes || shutting_down_; };
+  if (!room()) {
+    if (settings_.drop_when_full) {
+      counters_.dropped += joined.size() + early.size();
+      return;
+    }
+    if (!changed_.wait_for(lock, settings_.send_timeout, room)) {
+      throw Error("event '" + std::string(event) + "' waited " + std::to_string(settings_.send_timeout.count()) +
+                      " ms for room in the queue to Redis at " + server_.where() +
+                      (link_ == Link::up ? std::string() : " (not connected: " + last_error_ + ")"),
+                  "is Redis reachable? raise --send-timeout / --send-queue-bytes");
+    }
+  }
+  for (auto* e : joined) {
+    if (e->slot.confirmed) {
+      queue_locked(*e->node, e->slot, held);
+    } else if (e->slot.backlog_bytes + size <= settings_.send_queue_bytes || e->slot.backlog.empty()) {
+      e->slot.backlog.push_back(held);  // until it said hello again after a reconnect
+      e->slot.backlog_bytes += size;
+      ++counters_.sent;
+    } else {
+      ++counters_.dropped;
+    }
+  }
+  for (auto* e : early) {
+    if (peers_.hold(*e, held, size, settings_.send_queue_bytes)) {
+      ++counters_.sent;
+    } else {
+      ++counters_.dropped;
+    }
+  }
+}
+
+void RedisTransport::queue_locked(std::int64_t node, Slot& slot, const Held& held) {
+  Outgoing out{channel_of(node), {}};
+  encode_frame(out.frame, FrameKind::event, false, settings_.node_id, instance_, ++slot.sent_seq, held.topic,
+               *held.payload);
+  bytes_in_flight_ += out.frame.size();
+  outbox_.push_back(std::move(out));
+  ++counters_.sent;
+  post_flush_locked();
+}
+
+void RedisTransport::post_flush_locked() {
+  if (!flush_posted_ && link_ == Link::up) {
+    flush_posted_ = true;
+    boost::asio::post(io_, [this] { flush(); });
+  }
+}
+
+// ---- publishing (io thread) ----
+
+void RedisTransport::flush() {
+  {
+    std::lock_guard lock(mutex_);
+    flush_posted_ = false;
+    if (link_ != Link::up) {
+      return;  // kept in order for the reconnect
+    }
+  }
+  publish_outbox();
+}
+
+void RedisTransport::publish_outbox() {
+  std::vector<Outgoing> out;
+  {
+    std::lock_guard lock(mutex_);
+    out.swap(outbox_);
+  }
+  for (auto& o : out) {
+    publish_now(std::move(o), true);
+  }
+}
+
+void RedisTransport::publish_now(Outgoing&& out, bool counted) {
+  const std::size_t bytes = counted ? out.frame.size() : 0;
+  const std::string_view frame(reinterpret_cast<const char*>(out.frame.data()), out.frame.size());
+  if (!pub_ || !pub_->command_raw(&RedisTransport::on_published, reinterpret_cast<void*>(bytes), "PUBLISH", out.channel, frame)) {
+    std::lock_guard lock(mutex_);
+    bytes_in_flight_ -= bytes;
+    ++counters_.lost;
+  }
+}
+
+void RedisTransport::on_published(redisAsyncContext* ctx, void* reply, void* privdata) {
+  auto* client = static_cast<RedisClient*>(ctx->data);
+  if (client == nullptr) {
+    return;
+  }
+  auto* self = static_cast<RedisTransport*>(client->owner());
+  const auto bytes = reinterpret_cast<std::size_t>(privdata);
+  const auto* r = static_cast<const redisReply*>(reply);
+  {
+    std::lock_guard lock(self->mutex_);
+    self->bytes_in_flight_ -= bytes;
+  }
+  self->changed_.notify_all();
+  if (bytes == 0 || r == nullptr) {
+    return;  // a bye, or a fate unknown: the receiver's numbers tell it
+  }
+  if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+    ++self->counters_.acked;
+  } else {
+    ++self->counters_.lost;  // nobody was subscribed: the peer's process or its connection is gone
+    if (self->counters_.lost == 1 || self->counters_.lost % 1000 == 0) {
+      DITASK_LOG(warn, "redis") << "an event reached no subscriber of its peer's channel (lost; "
+                                   << self->counters_.lost.load() << " so far)";
+    }
+  }
+}
+
+// ---- receiving (io thread) ----
+
+void RedisTransport::on_control(const redisReply* r) {
+  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+    return;
+  }
+  const std::string kind = text_of(r->element[0]);
+  if (kind == "subscribe") {
+    subscribed_one();
+  } else if (kind == "message") {
+    on_hello_text(std::string_view(r->element[2]->str, r->element[2]->len));
+  }
+}
+
+void RedisTransport::on_hello_text(std::string_view text) {
+  PeerRecord peer;
+  try {
+    const auto j = nlohmann::json::parse(text);
+    peer.node = j.at("node").get<std::int64_t>();
+    peer.attempt = j.at("attempt").get<std::int64_t>();
+    peer.instance = j.at("instance").get<std::uint64_t>();
+    peer.labels = j.at("labels").get<std::set<std::string>>();
+  } catch (const std::exception& e) {
+    DITASK_LOG(warn, "redis") << "ignoring a malformed hello on " << control_channel_ << ": " << e.what();
+    return;
+  }
+  on_hello(peer);
+}
+
+void RedisTransport::on_hello(const PeerRecord& peer) {
+  if (peer.node == settings_.node_id) {
+    if (peer.instance != instance_ && first_time("self " + std::to_string(peer.instance))) {
+      DITASK_LOG(error, "redis") << "another process says it is node " << peer.node << " (attempt " << peer.attempt
+                                 << ") in this run: give every worker its own node id";
+    }
+    return;
+  }
+  std::optional<std::uint64_t> replaced;
+  {
+    std::unique_lock lock(mutex_);
+    if (const auto* j = peers_.joined(peer.node)) {
+      if (j->record.instance == peer.instance) {
+        auto* e = peers_.find_node(peer.node);
+        if (e != nullptr && !e->slot.confirmed) {
+          e->slot.confirmed = true;  // back after a reconnect: what waited for it goes now
+          Outgoing sync{channel_of(peer.node), {}};
+          encode_frame(sync.frame, FrameKind::sync, false, settings_.node_id, instance_, e->slot.sent_seq, {}, {});
+          bytes_in_flight_ += sync.frame.size();
+          outbox_.push_back(std::move(sync));
+          flush_backlog_locked(peer.node, e->slot);
+          post_flush_locked();
+        }
+        return;
+      }
+      if (peers_.duplicate_of(peer) != nullptr) {
+        lock.unlock();
+        if (first_time("dup " + std::to_string(peer.instance))) {
+          DITASK_LOG(error, "redis") << "refusing a second process as node " << peer.node << " (attempt "
+                                     << peer.attempt << "): node " << peer.node << " has joined already";
+        }
+        return;
+      }
+      replaced = j->record.instance;  // a restart: the old process is gone
+    }
+  }
+  if (replaced) {
+    leave(peer.node, *replaced, "connection lost");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    auto join = peers_.join(peer, peer.instance, "");
+    Slot& slot = join.expected->slot;
+    slot.sent_seq = 0;  // a new process counts from 1
+    slot.confirmed = true;
+    slot.backlog.clear();
+    slot.backlog_bytes = 0;
+    for (const auto& h : join.held) {
+      queue_locked(peer.node, slot, h);
+      --counters_.sent;  // counted when it was held
+    }
+  }
+  changed_.notify_all();
+  auto meta = std::make_shared<EventMeta>();
+  meta->sender = static_cast<int>(peer.node);
+  meta->attempt = static_cast<int>(peer.attempt);
+  meta->labels.assign(peer.labels.begin(), peer.labels.end());
+  meta->transport = "redis";
+  meta->remote = true;
+  Incoming& in = incoming_[peer.node];
+  std::vector<RemoteEvent> early;
+  if (in.instance != peer.instance) {
+    in = Incoming{};
+    in.instance = peer.instance;
+  } else {
+    early = std::move(in.early);
+    in.early.clear();
+  }
+  in.meta = meta;
+  DITASK_LOG(info, "redis") << "node " << peer.node << " joined (attempt " << peer.attempt << ")";
+  batch_.push_back(peer_joined_notice(peer));
+  for (auto& e : early) {
+    e.meta = meta;
+    batch_.push_back(std::move(e));
+  }
+}
+
+void RedisTransport::flush_backlog_locked(std::int64_t node, Slot& slot) {
+  auto backlog = std::move(slot.backlog);
+  slot.backlog.clear();
+  slot.backlog_bytes = 0;
+  for (const auto& h : backlog) {
+    queue_locked(node, slot, h);
+    --counters_.sent;  // counted when it was kept
+  }
+}
+
+void RedisTransport::release_early_events() {
+  // Once the scan is done every present peer is known: what came from a stranger goes now.
+  for (auto& [node, in] : incoming_) {
+    for (auto& e : in.early) {
+      if (!e.meta) {
+        auto meta = std::make_shared<EventMeta>();
+        meta->sender = static_cast<int>(node);
+        meta->transport = "redis";
+        meta->remote = true;
+        in.meta = meta;
+      }
+      e.meta = in.meta;
+      batch_.push_back(std::move(e));
+    }
+    in.early.clear();
+  }
+  hand_over_batch();
+}
+
+void RedisTransport::leave(std::int64_t node, std::uint64_t instance, const std::string& reason) {
+  std::optional<PeerRecord> left;
+  std::uint64_t lost = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto* e = peers_.find_node(node); e != nullptr && e->conn == instance) {
+      lost = e->slot.backlog.size();
+      e->slot.backlog.clear();
+      e->slot.backlog_bytes = 0;
+    }
+    left = peers_.leave(node, instance);
+    counters_.lost += lost;
+  }
+  if (!left) {
+    return;
+  }
+  changed_.notify_all();
+  DITASK_LOG(info, "redis") << "node " << node << " left (" << reason << ")";
+  batch_.push_back(peer_left_notice(*left, reason, lost));
+}
+
+void RedisTransport::on_message(const redisReply* r) {
+  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+    return;
+  }
+  if (text_of(r->element[0]) == "subscribe") {
+    subscribed_one();
+    return;
+  }
+  const redisReply* data = r->element[2];
+  const auto bytes = std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(data->str), data->len);
+  const auto frame = decode_frame(bytes);
+  if (!frame || frame->sender == settings_.node_id) {
+    if (!frame && first_time("malformed")) {
+      DITASK_LOG(warn, "redis") << "ignoring a malformed message on " << own_channel_;
+    }
+    return;
+  }
+  Incoming& in = incoming_[frame->sender];
+  if (in.instance != frame->instance) {
+    // Events of a process whose hello has not come (it comes first, unless this node missed it
+    // while reconnecting): counted from its first number, kept until it is known.
+    in = Incoming{};
+    in.instance = frame->instance;
+  }
+  std::uint64_t missing = 0;
+  if (frame->kind == FrameKind::event) {
+    const auto outcome = in.check.on_event(frame->seq);
+    missing = outcome.missing;
+    if (outcome.deliver) {
+      deliver(in, *frame, bytes.size());
+    }
+  } else {
+    missing = in.check.on_sent_so_far(frame->seq);
+  }
+  if (missing > 0) {
+    counters_.lost += missing;
+    DITASK_LOG(warn, "redis") << missing << " event(s) from node " << frame->sender
+                                 << " never arrived (lost while a Redis connection was down)";
+  }
+  if (frame->kind == FrameKind::bye) {
+    leave(frame->sender, frame->instance, frame->failed ? "failed" : "bye");
+  }
+}
+
+void RedisTransport::deliver(Incoming& in, const FrameView& frame, std::size_t bytes) {
+  ++counters_.received;
+  if (!frame.topic.starts_with(settings_.topic_prefix)) {
+    ++counters_.unhandled;
+    return;
+  }
+  RemoteEvent e;
+  try {
+    std::vector<std::uint8_t> payload(frame.payload.begin(), frame.payload.end());
+    e.packed = codec::locate_event_args(payload);
+    if (e.packed) {
+      e.packed->bytes = std::move(payload);
+    } else {
+      e.args = codec::decode_event_args(payload);
+    }
+  } catch (const std::exception& ex) {
+    ++counters_.dropped;
+    DITASK_LOG(error, "redis") << "dropping event '" << frame.topic << "' from node " << frame.sender << ": " << ex.what();
+    return;
+  }
+  e.event.assign(frame.topic.substr(settings_.topic_prefix.size()));
+  e.receipt = receipt_;
+  e.seq = frame.seq;
+  e.bytes = bytes;
+  e.meta = in.meta;
+  if (!e.meta) {
+    if (in.early.size() < kEarlyKept && !scanned_) {
+      in.early.push_back(std::move(e));
+      return;
+    }
+    auto meta = std::make_shared<EventMeta>();
+    meta->sender = static_cast<int>(frame.sender);
+    meta->transport = "redis";
+    meta->remote = true;
+    in.meta = meta;
+    e.meta = meta;
+  }
+  batch_.push_back(std::move(e));
+}
+
+void RedisTransport::hand_over_batch() {
+  if (!batch_.empty()) {
+    std::vector<RemoteEvent> events;
+    events.swap(batch_);
+    inbox_.hand_over(std::move(events));
+  }
+}
+
+bool RedisTransport::first_time(const std::string& what) {
+  std::lock_guard lock(mutex_);
+  return logged_.insert(what).second;
+}
+
+}  // namespace ditask::detail::redis

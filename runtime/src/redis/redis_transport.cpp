@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: MIT
+// The Redis transport's life: connecting (with backoff), logging in, subscribing, announcing
+// this node, finding and watching its peers, and the goodbye. Sending and receiving:
+// redis_route.cpp.
+#include "redis_transport.hpp"
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include <random>
+
+#include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
+
+#include "ditask/error.hpp"
+#include "ditask/runtime/log.hpp"
+
+namespace ditask::detail::redis {
+
+namespace {
+
+constexpr auto kPresenceTtl = std::chrono::seconds(15);
+constexpr auto kTick = std::chrono::seconds(1);
+constexpr auto kMaxBackoff = std::chrono::seconds(2);
+constexpr auto kShutdownWait = std::chrono::seconds(5);
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", static_cast<double>(ms.count()) / 1000.0);
+  return text;
+}
+
+std::string joined_text(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    out += (out.empty() ? "" : "; ") + p;
+  }
+  return out;
+}
+
+std::uint64_t random_instance() {
+  std::random_device random;
+  return (static_cast<std::uint64_t>(random()) << 32) ^ random() ^ 1u;  // never 0 (0: no process)
+}
+
+std::optional<std::int64_t> beyond_local(const mesh::MeshSettings& s) {
+  const bool beyond = s.world_size && *s.world_size > static_cast<std::int64_t>(s.local_nodes.size());
+  return beyond ? s.world_size : std::nullopt;
+}
+
+bool is_error(const redisReply* reply) { return reply == nullptr || reply->type == REDIS_REPLY_ERROR; }
+
+}  // namespace
+
+RedisTransport::RedisTransport(mesh::MeshSettings common, RedisSettings server)
+    : settings_(std::move(common)),
+      server_(std::move(server)),
+      instance_(random_instance()),
+      own_channel_(channel_of(settings_.node_id)),
+      control_channel_(server_.scope + ":ctl"),
+      retry_timer_(io_),
+      tick_timer_(io_),
+      peers_(beyond_local(settings_)) {
+  // Every other worker of this launcher is expected; a job of several launchers also waits
+  // for --world-size peers in all. Topology does not apply: Redis reaches everyone.
+  for (const auto& n : settings_.local_nodes) {
+    if (n.node_id != settings_.node_id) {
+      Peers::Expected e;
+      e.node = n.node_id;
+      e.address = "redis";
+      e.required = true;
+      peers_.expect(std::move(e));
+    }
+  }
+  struct CountUnhandled final : Receipt {
+    explicit CountUnhandled(TransportCounters& c) : counters(c) {}
+    void done(std::uint64_t, std::size_t, bool handled) noexcept override {
+      if (!handled) {
+        ++counters.unhandled;
+      }
+    }
+    TransportCounters& counters;
+  };
+  receipt_ = std::make_shared<CountUnhandled>(counters_);
+}
+
+RedisTransport::~RedisTransport() { shutdown(false); }
+
+void RedisTransport::start() {
+  work_.emplace(io_.get_executor());
+  boost::asio::post(io_, [this] { connect(); });
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+std::string RedisTransport::hello_text() const {
+  return nlohmann::json{{"node", settings_.node_id},
+                        {"attempt", settings_.attempt},
+                        {"instance", instance_},
+                        {"labels", [&] {
+                           auto labels = settings_.labels;
+                           labels.insert("node." + std::to_string(settings_.node_id));
+                           return labels;
+                         }()}}
+      .dump();
+}
+
+// ---- the connection ----
+
+void RedisTransport::connect() {
+  {
+    std::lock_guard lock(mutex_);
+    if (shutting_down_ || !permanent_error_.empty()) {
+      return;
+    }
+    link_ = Link::connecting;
+  }
+  ++generation_;
+  const auto gen = generation_;
+  clients_up_ = 0;
+  subscriptions_confirmed_ = 0;
+  pub_ready_ = false;
+  auto up = [this, gen] {
+    if (gen == generation_) {
+      on_client_up();
+    }
+  };
+  auto down = [this, gen](std::string why) {
+    if (gen == generation_) {
+      on_client_down(why);
+    }
+  };
+  pub_ = std::make_unique<RedisClient>(io_, up, down);
+  sub_ = std::make_unique<RedisClient>(io_, up, down);
+  pub_->set_owner(this);
+  pub_->set_after_read([this] { hand_over_batch(); });
+  sub_->set_after_read([this] { hand_over_batch(); });
+  std::string error;
+  if (!pub_->open(server_.host, server_.port, error) || !sub_->open(server_.host, server_.port, error)) {
+    on_client_down(error);
+  }
+}
+
+void RedisTransport::on_client_up() {
+  if (++clients_up_ < 2) {
+    return;
+  }
+  // Both sockets connected: log in (AUTH first: nothing else is answered before it).
+  login(*pub_, true);
+  login(*sub_, false);
+}
+
+void RedisTransport::login(RedisClient& client, bool commands) {
+  const auto gen = generation_;
+  auto after_auth = [this, gen, commands, &client] {
+    if (gen != generation_) {
+      return;
+    }
+    if (!commands) {
+      client.subscribe(control_channel_, [this, gen](redisReply* r) {
+        if (gen == generation_) {
+          on_control(r);
+        }
+      });
+      client.subscribe(own_channel_, [this, gen](redisReply* r) {
+        if (gen == generation_) {
+          on_message(r);
+        }
+      });
+      return;
+    }
+    auto selected = [this, gen](redisReply* r) {
+      if (gen != generation_ || r == nullptr) {
+        return;
+      }
+      if (is_error(r)) {
+        fail_permanently("Redis at " + server_.where() + " has no database " + std::to_string(server_.db) + ": " +
+                             reply_error(r),
+                         "give a database index the server has (--redis-db, or the URL's /N)");
+        return;
+      }
+      pub_ready_ = true;
+      if (subscriptions_confirmed_ == 2) {
+        announce();
+      }
+    };
+    if (server_.db != 0) {
+      client.command({"SELECT", std::to_string(server_.db)}, selected);
+    } else {
+      client.command({"PING"}, selected);  // a NOAUTH refusal shows here
+    }
+  };
+  if (server_.password.empty()) {
+    after_auth();
+    return;
+  }
+  std::vector<std::string> auth = {"AUTH"};
+  if (!server_.user.empty()) {
+    auth.push_back(server_.user);
+  }
+  auth.push_back(server_.password);
+  client.command(auth, [this, gen, after_auth](redisReply* r) {
+    if (gen != generation_ || r == nullptr) {
+      return;
+    }
+    if (is_error(r)) {
+      fail_permanently("Redis at " + server_.where() + " refused the login: " + reply_error(r),
+                       "check --redis-password (or the user and password of --redis-url)");
+      return;
+    }
+    after_auth();
+  });
+}
+
+void RedisTransport::subscribed_one() {
+  if (++subscriptions_confirmed_ == 2 && pub_ready_) {
+    announce();
+  }
+}
+
+void RedisTransport::announce() {
+  // Subscribed first, announced after: a peer that sees this node can publish to it at once.
+  const auto gen = generation_;
+  const std::string hello = hello_text();
+  pub_->command({"SET", presence_key(settings_.node_id), hello, "PX", std::to_string(kPresenceTtl / std::chrono::milliseconds(1))},
+                [](redisReply*) {});
+  pub_->command({"PUBLISH", control_channel_, hello}, [](redisReply*) {});
+  scanned_ = false;
+  scan("0");
+  (void)gen;
+}
+
+void RedisTransport::scan(const std::string& cursor) {
+  const auto gen = generation_;
+  pub_->command({"SCAN", cursor, "MATCH", server_.scope + ":p:*", "COUNT", "1000"}, [this, gen](redisReply* r) {
+    if (gen != generation_ || r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+      return;
+    }
+    const std::string next(r->element[0]->str, r->element[0]->len);
+    std::vector<std::string> mget = {"MGET"};
+    const redisReply* keys = r->element[1];
+    for (std::size_t i = 0; i < keys->elements; ++i) {
+      std::string key(keys->element[i]->str, keys->element[i]->len);
+      if (key != presence_key(settings_.node_id)) {
+        mget.push_back(std::move(key));
+      }
+    }
+    if (mget.size() > 1) {
+      pub_->command(mget, [this, gen](redisReply* values) {
+        if (gen != generation_ || values == nullptr || values->type != REDIS_REPLY_ARRAY) {
+          return;
+        }
+        for (std::size_t i = 0; i < values->elements; ++i) {
+          if (values->element[i]->type == REDIS_REPLY_STRING) {
+            on_hello_text(std::string_view(values->element[i]->str, values->element[i]->len));
+          }
+        }
+      });
+    }
+    if (next != "0") {
+      scan(next);
+      return;
+    }
+    // The last page: once its MGET is answered (replies keep their order), the link is up.
+    pub_->command({"PING"}, [this, gen](redisReply* pong) {
+      if (gen == generation_ && pong != nullptr) {
+        link_up();
+      }
+    });
+  });
+}
+
+void RedisTransport::link_up() {
+  scanned_ = true;
+  backoff_ = std::chrono::milliseconds(0);
+  if (lost_logged_) {
+    DITASK_LOG(warn, "redis") << "reconnected to Redis at " << server_.where();
+    lost_logged_ = false;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    link_ = Link::up;
+    reached_once_ = true;
+    last_error_.clear();
+  }
+  changed_.notify_all();
+  release_early_events();
+  flush();
+  tick_timer_.expires_after(kTick);
+  tick_timer_.async_wait([this, gen = generation_](const boost::system::error_code& ec) {
+    if (!ec && gen == generation_) {
+      tick();
+    }
+  });
+}
+
+void RedisTransport::on_client_down(const std::string& why) {
+  ++generation_;  // what the old clients still report is stale from now on
+  tick_timer_.cancel();
+  bool closing = false;
+  {
+    std::lock_guard lock(mutex_);
+    closing = shutting_down_;
+    if (!closing) {
+      last_error_ = why;
+      link_ = Link::down;
+      for (auto& e : peers_.expected()) {
+        if (e.conn != 0 && e.slot.confirmed) {
+          e.slot.confirmed = false;  // until its hello comes again: it may be reconnecting too
+          e.slot.unconfirmed_since = std::chrono::steady_clock::now();
+        }
+      }
+    }
+  }
+  // The other client may still be open: close it (its report is stale now).
+  if (pub_) {
+    pub_->close();
+  }
+  if (sub_) {
+    sub_->close();
+  }
+  if (closing) {
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    changed_.notify_all();
+    return;
+  }
+  if (reached_once_now() && !lost_logged_) {
+    DITASK_LOG(warn, "redis") << "lost the connection to Redis at " << server_.where() << " (" << why
+                                 << "); reconnecting";
+    lost_logged_ = true;
+  }
+  changed_.notify_all();
+  retry_later();
+}
+
+bool RedisTransport::reached_once_now() const {
+  std::lock_guard lock(mutex_);
+  return reached_once_;
+}
+
+void RedisTransport::retry_later() {
+  backoff_ = std::min<std::chrono::milliseconds>(std::max<std::chrono::milliseconds>(backoff_ * 2, std::chrono::milliseconds(50)),
+                                                 kMaxBackoff);
+  retry_timer_.expires_after(backoff_);
+  retry_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) {
+      connect();
+    }
+  });
+}
+
+void RedisTransport::fail_permanently(const std::string& message, const std::string& hint) {
+  DITASK_LOG(error, "redis") << message;
+  {
+    std::lock_guard lock(mutex_);
+    if (permanent_error_.empty()) {
+      permanent_error_ = message;
+      permanent_hint_ = hint;
+    }
+  }
+  changed_.notify_all();
+  ++generation_;
+  pub_->close();
+  sub_->close();
+}
+
+void RedisTransport::tick() {
+  const auto gen = generation_;
+  // This node's presence outlives a crash by at most the TTL; each peer's subscription says
+  // whether its process still listens (a killed one leaves no bye).
+  pub_->command({"SET", presence_key(settings_.node_id), hello_text(), "PX",
+                 std::to_string(kPresenceTtl / std::chrono::milliseconds(1))},
+                [](redisReply*) {});
+  std::vector<std::pair<std::int64_t, std::uint64_t>> watched;
+  std::vector<std::pair<std::int64_t, std::uint64_t>> overdue;
+  {
+    std::lock_guard lock(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& e : peers_.expected()) {
+      if (e.conn == 0 || !e.node) {
+        continue;
+      }
+      // An unconfirmed peer may be reconnecting (a restarted Redis): it has until the startup
+      // timeout to say hello again.
+      if (!e.slot.confirmed) {
+        if (now - e.slot.unconfirmed_since > settings_.startup_timeout) {
+          overdue.emplace_back(*e.node, e.conn);
+        }
+      } else {
+        watched.emplace_back(*e.node, e.conn);
+      }
+    }
+  }
+  for (auto [node, instance] : overdue) {
+    leave(node, instance, "it did not come back after the Redis connection was lost");
+  }
+  for (auto [node, instance] : watched) {
+    pub_->command({"PUBSUB", "NUMSUB", channel_of(node)}, [this, gen, node = node, instance = instance](redisReply* r) {
+      if (gen != generation_ || r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        return;
+      }
+      if (r->element[1]->type == REDIS_REPLY_INTEGER && r->element[1]->integer == 0) {
+        leave(node, instance, "connection lost");
+      }
+    });
+  }
+  hand_over_batch();
+  tick_timer_.expires_after(kTick);
+  tick_timer_.async_wait([this, gen](const boost::system::error_code& ec) {
+    if (!ec && gen == generation_) {
+      tick();
+    }
+  });
+}
+
+void RedisTransport::wait_ready() {
+  const auto deadline = std::chrono::steady_clock::now() + settings_.startup_timeout;
+  std::unique_lock lock(mutex_);
+  auto done = [&] { return !permanent_error_.empty() || (link_ == Link::up && peers_.ready()); };
+  changed_.wait_until(lock, deadline, done);
+  if (!permanent_error_.empty()) {
+    throw Error(permanent_error_, permanent_hint_);
+  }
+  if (link_ == Link::up && peers_.ready()) {
+    return;
+  }
+  if (!reached_once_) {
+    throw Error("cannot reach Redis at " + server_.where() + " within " + seconds_text(settings_.startup_timeout) +
+                    ": " + (last_error_.empty() ? std::string("no answer") : last_error_),
+                "start redis-server there, or give the right --redis-host / --redis-port (or --redis-url)");
+  }
+  throw Error("not ready after " + seconds_text(settings_.startup_timeout) + " over Redis at " + server_.where() +
+                  ": node " + std::to_string(settings_.node_id) + " is still waiting for " +
+                  joined_text(peers_.missing([](const Peers::Expected&) { return std::string("no hello yet"); })),
+              "are those workers running, with the same --run-id and Redis? a slow start needs a longer --startup-timeout");
+}
+
+std::vector<PeerInfo> RedisTransport::peers() const {
+  std::lock_guard lock(mutex_);
+  return peers_.peers();
+}
+
+void RedisTransport::shutdown(bool failed) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (shutting_down_ || !thread_.joinable()) {
+      shutting_down_ = true;
+      return;
+    }
+    shutting_down_ = true;
+  }
+  boost::asio::post(io_, [this, failed] { say_goodbye(failed); });
+  {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, kShutdownWait, [&] { return closed_; });
+    if (!outbox_.empty()) {
+      counters_.lost += outbox_.size();
+      DITASK_LOG(warn, "redis") << outbox_.size() << " event(s) queued for Redis at " << server_.where()
+                                   << " were never published (lost)";
+      outbox_.clear();
+    }
+  }
+  work_.reset();
+  io_.stop();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+  pub_.reset();
+  sub_.reset();
+}
+
+void RedisTransport::say_goodbye(bool failed) {
+  bool up = false;
+  {
+    std::lock_guard lock(mutex_);
+    up = link_ == Link::up;
+    link_ = up ? Link::closing : Link::down;
+  }
+  if (!up) {
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    changed_.notify_all();
+    return;
+  }
+  publish_outbox();  // what was emitted before the bye goes first
+  std::vector<Outgoing> byes;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& e : peers_.expected()) {
+      if (e.conn != 0 && e.node) {
+        Outgoing out{channel_of(*e.node), {}};
+        encode_frame(out.frame, FrameKind::bye, failed, settings_.node_id, instance_, e.slot.sent_seq, {}, {});
+        byes.push_back(std::move(out));
+      }
+    }
+  }
+  for (auto& b : byes) {
+    publish_now(std::move(b), false);
+  }
+  pub_->command({"DEL", presence_key(settings_.node_id)}, [](redisReply*) {});
+  // Replies keep their order: once PING is answered, everything before it reached Redis.
+  pub_->command({"PING"}, [this](redisReply*) {
+    pub_->close();
+    sub_->close();
+  });
+}
+
+std::shared_ptr<Transport> make_redis(const mesh::MeshSettings& common, const RedisSettings& server) {
+  auto transport = std::make_shared<RedisTransport>(common, server);
+  transport->start();
+  return transport;
+}
+
+}  // namespace ditask::detail::redis

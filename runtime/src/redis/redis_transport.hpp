@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+// The Redis transport (--mq-type redis): every worker of a run subscribes to a channel of its
+// own and to the run's control channel on one Redis, and publishes each event to the channel of
+// each peer it goes to. Presence keys and hellos make readiness; per-receiver sequence numbers
+// make losses counted, never silent. docs/redis.md.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "../mesh/settings.hpp"
+#include "../transport/inbox.hpp"
+#include "../transport/peer_table.hpp"
+#include "../transport/transport.hpp"
+#include "make_redis.hpp"
+#include "redis_client.hpp"
+#include "redis_frame.hpp"
+#include "redis_settings.hpp"
+
+namespace ditask::detail::redis {
+
+/// One worker's Redis transport. Owns one io thread, which alone drives hiredis. Thread: every
+/// public method is safe from any thread except the io thread.
+class RedisTransport final : public Transport, public std::enable_shared_from_this<RedisTransport> {
+ public:
+  /// `common`: the node and the limits (the mesh's settings: node id, labels, the job's other
+  /// workers, send queue, timeouts); `server`: where Redis is.
+  RedisTransport(mesh::MeshSettings common, RedisSettings server);
+  ~RedisTransport() override;
+  RedisTransport(const RedisTransport&) = delete;
+  RedisTransport& operator=(const RedisTransport&) = delete;
+
+  /// Starts the io thread and connects (failures are retried until wait_ready gives up).
+  void start();
+
+  std::string_view name() const noexcept override { return "redis"; }
+  void attach(Sink sink) override { inbox_.attach(std::move(sink)); }
+  void detach() override { inbox_.detach(); }
+  /// Blocks until Redis is reached and every expected peer said hello. Errors: ditask::Error
+  /// for a refused login at once; after the startup timeout, naming Redis or each missing peer.
+  void wait_ready() override;
+  void send(const SendTarget& target, std::string_view event, const EventArgs& args) override;
+  void send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) override;
+  std::vector<PeerInfo> peers() const override;
+  TransportStats stats() const override { return counters_.snapshot(); }
+  /// Publishes what is queued, says bye to every peer, deletes the presence key and closes
+  /// (bounded by a few seconds when Redis is gone). Idempotent.
+  void shutdown(bool failed = false) noexcept override;
+
+ private:
+  // An event for one peer, framed when it leaves (its sequence number is the peer's).
+  struct Held {
+    std::string topic;
+    std::shared_ptr<const std::vector<std::uint8_t>> payload;
+  };
+  // Per peer: the numbers of what this node sent it, and whether the peer is known to be
+  // subscribed now (after a reconnect: not until its hello came again).
+  struct Slot {
+    std::uint64_t sent_seq = 0;
+    bool confirmed = true;
+    std::chrono::steady_clock::time_point unconfirmed_since{};
+    std::deque<Held> backlog;  // while unconfirmed
+    std::size_t backlog_bytes = 0;
+  };
+  struct PeerTraits {
+    using Conn = std::uint64_t;  // the joined process's instance (0: none)
+    using Held = RedisTransport::Held;
+    using Slot = RedisTransport::Slot;
+  };
+  using Peers = PeerTable<PeerTraits>;
+  // One message on its way to Redis.
+  struct Outgoing {
+    std::string channel;
+    std::vector<std::uint8_t> frame;
+  };
+  // What this node knows of a sender's numbers.
+  struct Incoming {
+    std::uint64_t instance = 0;
+    SequenceCheck check;
+    std::shared_ptr<const EventMeta> meta;  // null until its hello (or the scan) told who it is
+    std::vector<RemoteEvent> early;         // its events until then
+  };
+  enum class Link { down, connecting, up, closing };
+
+  // ---- io thread: the connection (redis_transport.cpp) ----
+  void connect();
+  void on_client_up();
+  void on_client_down(const std::string& why);
+  // AUTH (when a password is set), then SELECT or PING on the command client, the two
+  // SUBSCRIBEs on the other.
+  void login(RedisClient& client, bool commands);
+  void subscribed_one();
+  // SET the presence key, PUBLISH the hello, SCAN for the peers present.
+  void announce();
+  void scan(const std::string& cursor);
+  void link_up();
+  void retry_later();
+  // Every second: refresh the presence key, check each peer still listens.
+  void tick();
+  void fail_permanently(const std::string& message, const std::string& hint);
+  void say_goodbye(bool failed);
+  bool reached_once_now() const;
+  // ---- io thread: peers and events (redis_route.cpp) ----
+  void on_control(const redisReply* reply);
+  void on_message(const redisReply* reply);
+  void on_hello_text(std::string_view text);
+  void on_hello(const PeerRecord& peer);
+  void leave(std::int64_t node, std::uint64_t instance, const std::string& reason);
+  void deliver(Incoming& in, const FrameView& frame, std::size_t bytes);
+  void release_early_events();
+  void hand_over_batch();
+  // Queues what waited for `node` while it was unconfirmed. Caller holds mutex_.
+  void flush_backlog_locked(std::int64_t node, Slot& slot);
+  void flush();
+  void publish_outbox();
+  // `counted`: its bytes are in bytes_in_flight_ (a bye's are not).
+  void publish_now(Outgoing&& out, bool counted);
+  static void on_published(redisAsyncContext* ctx, void* reply, void* privdata);
+  bool first_time(const std::string& what);
+  // ---- any thread ----
+  void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload);
+  // Frames `held` for `node` and queues it for the io thread. Caller holds mutex_.
+  void queue_locked(std::int64_t node, Slot& slot, const Held& held);
+  void post_flush_locked();
+  std::string channel_of(std::int64_t node) const { return server_.scope + ":n:" + std::to_string(node); }
+  std::string presence_key(std::int64_t node) const { return server_.scope + ":p:" + std::to_string(node); }
+  std::string hello_text() const;
+
+  const mesh::MeshSettings settings_;
+  const RedisSettings server_;
+  const std::uint64_t instance_;
+  const std::string own_channel_;
+  const std::string control_channel_;
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::thread thread_;
+  std::unique_ptr<RedisClient> pub_;  // commands (io thread)
+  std::unique_ptr<RedisClient> sub_;  // subscriptions (io thread)
+  boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer tick_timer_;
+  std::chrono::milliseconds backoff_{0};  // io thread
+  std::uint64_t generation_ = 0;          // io thread: one per connection attempt; older reports are stale
+  int clients_up_ = 0;                    // io thread
+  bool pub_ready_ = false;                // io thread: logged in (and SELECTed)
+  bool scanned_ = false;                  // io thread: the peers present were read since the last connect
+  int subscriptions_confirmed_ = 0;       // io thread
+  bool lost_logged_ = false;              // io thread: this outage was reported
+  std::map<std::int64_t, Incoming> incoming_;  // io thread: by sender node
+  std::vector<RemoteEvent> batch_;             // io thread: what one read brought
+  std::shared_ptr<Receipt> receipt_;           // counts events no handler took
+
+  mutable std::mutex mutex_;  // guards the fields down to bytes_in_flight_
+  std::condition_variable changed_;  // ready, a permanent failure, room in the send queue, closed
+  Peers peers_;
+  Link link_ = Link::down;
+  bool reached_once_ = false;     // Redis answered at least once
+  std::string last_error_;        // why Redis cannot be reached now
+  std::string permanent_error_;   // a refusal retrying cannot change (wrong password)
+  std::string permanent_hint_;
+  std::vector<Outgoing> outbox_;  // for the io thread to publish
+  bool flush_posted_ = false;
+  std::size_t bytes_in_flight_ = 0;  // queued or published without a reply yet
+  bool shutting_down_ = false;
+  bool closed_ = false;
+  std::set<std::string> logged_;
+
+  Inbox inbox_;
+  TransportCounters counters_;
+};
+
+}  // namespace ditask::detail::redis
