@@ -173,9 +173,12 @@ TEST_CASE("bad input: unknown --mq-type lists the choices", "[integration][bad-i
                      "valid choices: nng, redis");
 }
 
-TEST_CASE("bad input: --mq-type redis is not supported yet", "[integration][bad-input]") {
-  expect_usage_error({"--package", greeting(), "--mq-type", "redis"},
-                     "--mq-type redis is not supported yet", "use the default --mq-type nng");
+TEST_CASE("bad input: a malformed --redis-url, or one beside --redis-host, exits 2", "[integration][bad-input][redis]") {
+  expect_usage_error({"--package", greeting(), "--mq-type", "redis", "--redis-url", "redis://host:port"},
+                     "--redis-url port 'port' is not a number from 1 to 65535",
+                     "the form is redis://[[user]:password@]host[:port][/db]");
+  expect_usage_error({"--package", greeting(), "--mq-type", "redis", "--redis-url", "redis://h", "--redis-host", "g"},
+                     "--redis-url and --redis-host both say where Redis is", "give the whole address in --redis-url");
 }
 
 TEST_CASE("bad input: malformed --platform-spec", "[integration][bad-input]") {

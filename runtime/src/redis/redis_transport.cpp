@@ -173,9 +173,14 @@ void RedisTransport::login(RedisClient& client, bool commands) {
         return;
       }
       if (is_error(r)) {
-        fail_permanently("Redis at " + server_.where() + " has no database " + std::to_string(server_.db) + ": " +
-                             reply_error(r),
-                         "give a database index the server has (--redis-db, or the URL's /N)");
+        const auto why = reply_error(r);
+        if (why.starts_with("NOAUTH")) {
+          fail_permanently("Redis at " + server_.where() + " refused the login: " + why,
+                           "give its password: --redis-password, $DITASK_REDIS_PASSWORD or --redis-url");
+        } else {
+          fail_permanently("Redis at " + server_.where() + " has no database " + std::to_string(server_.db) + ": " + why,
+                           "give a database index the server has (--redis-db, or the URL's /N)");
+        }
         return;
       }
       pub_ready_ = true;
@@ -352,9 +357,12 @@ void RedisTransport::retry_later() {
 }
 
 void RedisTransport::fail_permanently(const std::string& message, const std::string& hint) {
-  DITASK_LOG(error, "redis") << message;
   {
     std::lock_guard lock(mutex_);
+    if (reached_once_) {
+      // After start-up nobody waits in wait_ready to report it: the log does.
+      DITASK_LOG(error, "redis") << message << " (" << hint << "); no more events go through Redis";
+    }
     if (permanent_error_.empty()) {
       permanent_error_ = message;
       permanent_hint_ = hint;

@@ -366,10 +366,24 @@ TEST_CASE("launcher options: usage errors", "[launcher][options]") {
     CHECK_THAT(e.what(), Equals("unknown --mq-type 'zmq'"));
     CHECK_THAT(e.hint(), Contains("valid choices: nng, redis"));
   }
-  SECTION("mq-type redis is not supported yet") {
-    auto e = resolve_error({{"mq-type", "redis"}});
-    CHECK_THAT(e.what(), Equals("--mq-type redis is not supported yet"));
-    CHECK_THAT(e.hint(), Contains("nng"));
+  SECTION("bad Redis addresses and logins") {
+    CHECK_THAT(resolve_error({{"redis-url", "http://h:1"}}).what(),
+               Equals("--redis-url must start with redis:// (rediss:// and unix sockets are not supported)"));
+    CHECK_THAT(resolve_error({{"redis-url", "http://h:1"}}).hint(), Contains("redis://[[user]:password@]host[:port][/db]"));
+    CHECK_THAT(resolve_error({{"redis-url", "redis://h:99999"}}).what(),
+               Equals("--redis-url port '99999' is not a number from 1 to 65535"));
+    CHECK_THAT(resolve_error({{"redis-url", "redis://h:6379/x"}}).what(),
+               Equals("--redis-url database 'x' is not a number from 0 to 1048576"));
+    CHECK_THAT(resolve_error({{"redis-url", "redis://:secret@:6379"}}).what(), Equals("--redis-url names no host"));
+    CHECK_THAT(resolve_error({{"redis-url", "redis://[::1:6379"}}).what(),
+               Equals("--redis-url has an unclosed '[' in its host"));
+    CHECK_THAT(resolve_error({{"redis-url", "redis://h"}, {"redis-port", "1"}}).what(),
+               Equals("--redis-url and --redis-port both say where Redis is"));
+    CHECK_THAT(resolve_error({{"redis-port", "0"}}).what(), Equals("--redis-port '0' is not a number from 1 to 65535"));
+    CHECK_THAT(resolve_error({{"redis-db", "-1"}}).what(), Equals("--redis-db '-1' is not a number from 0 to 1048576"));
+    CHECK_THAT(resolve_error({{"redis-host", ""}}).what(), Equals("--redis-host must not be empty"));
+    // A password is never shown, not even in a malformed URL's message.
+    CHECK_THAT(resolve_error({{"redis-url", "redis://u:hunter2@h:bad"}}).what(), !Contains("hunter2"));
   }
   SECTION("unknown log level") {
     auto e = resolve_error({{"log-level", "verbose"}});
@@ -692,4 +706,38 @@ TEST_CASE("option warnings: a short token", "[launcher][options][mesh]") {
   CHECK(option_warnings(resolve({{"token", "0123456789abcdef"}})).empty());
   CHECK(option_warnings(resolve({{"token", "short"}})) ==
         std::vector<std::string>{"--token is shorter than 16 bytes"});
+}
+
+TEST_CASE("launcher: --mq-type redis: --redis-url, --redis-host/port/db/password and $DITASK_REDIS_PASSWORD",
+          "[launcher][options][redis]") {
+  const Options plain = resolve({{"mq-type", "redis"}});
+  CHECK(plain.mq_type == "redis");
+  CHECK(plain.redis.host == "127.0.0.1");
+  CHECK(plain.redis.port == 6379);
+  CHECK(plain.redis.db == 0);
+  CHECK(plain.redis.password.empty());
+  const Options parts = resolve({{"mq-type", "redis"}, {"redis-host", "cache"}, {"redis-port", "7000"},
+                                 {"redis-db", "3"}, {"redis-password", "pw"}});
+  CHECK(parts.redis.host == "cache");
+  CHECK(parts.redis.port == 7000);
+  CHECK(parts.redis.db == 3);
+  CHECK(parts.redis.password == "pw");
+  CHECK(parts.values.at("redis-password") == "<hidden>");
+  const Options url = resolve({{"mq-type", "redis"}, {"redis-url", "redis://alice:s3cret@10.0.0.5:6380/2"}});
+  CHECK(url.redis.user == "alice");
+  CHECK(url.redis.password == "s3cret");
+  CHECK(url.redis.host == "10.0.0.5");
+  CHECK(url.redis.port == 6380);
+  CHECK(url.redis.db == 2);
+  CHECK(url.values.at("redis-url") == "redis://alice:<hidden>@10.0.0.5:6380/2");
+  const Options bare = resolve({{"redis-url", "redis://secret@h"}});
+  CHECK(bare.redis.user.empty());
+  CHECK(bare.redis.password == "secret");
+  CHECK(bare.redis.port == 6379);
+  const Options v6 = resolve({{"redis-url", "redis://[::1]:6390"}});
+  CHECK(v6.redis.host == "::1");
+  CHECK(v6.redis.port == 6390);
+  const Options inherited = resolve({{"mq-type", "redis"}}, {{"DITASK_REDIS_PASSWORD", "from-env"}});
+  CHECK(inherited.redis.password == "from-env");
+  CHECK(inherited.origins.at("redis-password") == Source::environment);
 }

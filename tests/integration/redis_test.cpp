@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+// --mq-type redis against real redis-servers of the tests' own: what only Redis has (run
+// scoping, a restart of Redis mid-run, logins, an unreachable server, launchers that share a
+// run). The event semantics shared with the mesh run over both transports in mesh_test.cpp and
+// mesh_delivery_test.cpp.
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "fixtures.hpp"
+#include "mesh_support.hpp"
+#include "redis_server.hpp"
+#include "run_ditask.hpp"
+
+using namespace std::chrono_literals;
+using namespace ditask::test;
+using namespace ditask::test::mesh;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::vector<std::string> over_redis(const RedisServer& redis, std::vector<std::string> args,
+                                    std::vector<std::string> module_args = {}) {
+  args.insert(args.end(), {"--mq-type", "redis", "--redis-port", redis.port_text()});
+  if (!module_args.empty()) {
+    args.push_back("--");
+    args.insert(args.end(), module_args.begin(), module_args.end());
+  }
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("redis: two runs on one Redis at once never see each other's events", "[redis][integration]") {
+  RedisServer redis;
+  DitaskProcess a, b;
+  // The same node ids in both: without run scoping each would see the other's hellos and events.
+  a.start(over_redis(redis, mesh_args("order", 4), {"count=20000"}));
+  b.start(over_redis(redis, mesh_args("order", 4), {"count=20000"}));
+  auto ra = a.wait(100s);
+  auto rb = b.wait(100s);
+  INFO("run A:\n" << describe(ra) << "\nrun B:\n" << describe(rb));
+  REQUIRE(ra.exit_code == 0);
+  REQUIRE(rb.exit_code == 0);
+  const std::string all = "received=60000 inversions=0 gaps=0 next_1=20000 next_2=20000 next_3=20000 "
+                          "frames=60000 unhandled=0";
+  CHECK(result_of(ra.out, 0) == all);
+  CHECK(result_of(rb.out, 0) == all);
+  CHECK_THAT(ra.err + rb.err, !Contains("another process says it is node"));
+}
+
+TEST_CASE("redis: launchers that share --run-id form one job; finish reaches every node",
+          "[redis][integration]") {
+  RedisServer redis;
+  DitaskProcess a;
+  a.start(over_redis(redis, mesh_args("finish_chain", 1, {"--run-id", "shared-job", "--world-size", "3"})));
+  auto b = run_ditask(
+      over_redis(redis, mesh_args("finish_chain", 2, {"--run-id", "shared-job", "--world-size", "3", "--node-ids", "1,2"})),
+      30s);
+  auto ra = a.wait(30s);
+  INFO("launcher A:\n" << describe(ra) << "\nlauncher B:\n" << describe(b));
+  CHECK(ra.exit_code == 0);
+  CHECK(b.exit_code == 0);
+  // Over Redis every node of the run is a peer of every other: node 1's finish ends both.
+  CHECK(result_of(b.out, 1) == "node=1 ran=2");
+  CHECK(result_of(ra.out, 0) == "node=0 finish_from=1 reason=ok arg=true");
+  CHECK(result_of(b.out, 2) == "node=2 finish_from=1 reason=ok arg=true");
+}
+
+TEST_CASE("redis: Redis restarted mid-run: every event is delivered or counted lost, in order, none silently",
+          "[redis][integration]") {
+  RedisServer redis;
+  DitaskProcess p;
+  p.start(over_redis(redis, mesh_args("outage", 2)));
+  p.require_line("[node 0] RECEIVING pid=", 60s);
+  p.require_line("[node 1] SENDING pid=", 60s);
+  redis.restart();  // killed (everything it held is gone) and started again on its port
+  // Each worker reports the loss and, once it has logged in and announced itself again, the
+  // reconnect; node 1 keeps emitting throughout.
+  REQUIRE(p.wait_for_line("reconnected to Redis at 127.0.0.1:" + redis.port_text(), 60s, 2));
+  const auto senders = numbers_after(p.out(), "[node 1] SENDING pid=");
+  REQUIRE(senders.size() == 1);
+  REQUIRE(::kill(senders[0], SIGUSR1) == 0);
+  auto r = p.wait(120s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(lines_with(r.err, "lost the connection to Redis at 127.0.0.1:" + redis.port_text()).size() == 2);
+  const auto sent = field(result_of(r.out, 0), "sent");
+  CHECK(result_of(r.out, 1) == "sent=" + sent);
+  // What node 0 received plus what it reported lost is exactly what node 1 sent, in order.
+  CHECK(field(result_of(r.out, 0), "accounted") == "yes");
+  CHECK(field(result_of(r.out, 0), "inversions") == "0");
+  const auto lost = field(result_of(r.out, 0), "lost");
+  if (lost != "0") {
+    CHECK_THAT(r.err, Contains("event(s) from node 1 never arrived"));
+  }
+}
+
+TEST_CASE("redis: a wrong password fails the job at once with Redis's refusal; the right one works",
+          "[redis][integration][bad-input]") {
+  RedisServer redis("right-password");
+  auto wrong = run_ditask(over_redis(redis, mesh_args("ping", 2, {"--redis-password", "wrong"})), 60s);
+  INFO(describe(wrong));
+  CHECK(wrong.exit_code == 1);
+  CHECK_THAT(wrong.err, Contains("ditask: error: entry 'ping' failed: Redis at 127.0.0.1:" + redis.port_text() +
+                                 " refused the login: WRONGPASS"));
+  CHECK_THAT(wrong.err, Contains("ditask: hint: check --redis-password"));
+  auto none = run_ditask(over_redis(redis, mesh_args("ping", 2)), 60s);
+  INFO(describe(none));
+  CHECK(none.exit_code == 1);
+  CHECK_THAT(none.err, Contains("refused the login: NOAUTH"));
+  auto right = run_ditask(mesh_args("ping", 2, {"--mq-type", "redis", "--redis-url",
+                                                "redis://:right-password@127.0.0.1:" + redis.port_text() + "/1"}),
+                          60s);
+  INFO(describe(right));
+  CHECK(right.exit_code == 0);
+  CHECK(result_of(right.out, 0) == "peers=1 pings_from=1");
+}
+
+TEST_CASE("redis: an unreachable Redis fails start-up within --startup-timeout, naming it",
+          "[redis][integration][bad-input]") {
+  RefusingPort closed;  // bound, not listening: every connect is refused
+  auto r = run_ditask(mesh_args("ping", 2, {"--mq-type", "redis", "--redis-port", std::to_string(closed.port),
+                                            "--startup-timeout", "2"}),
+                      60s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("ditask: error: entry 'ping' failed: cannot reach Redis at 127.0.0.1:" +
+                             std::to_string(closed.port) + " within 2 s: "));
+  CHECK_THAT(r.err, Contains("ditask: hint: start redis-server there"));
+}
