@@ -22,8 +22,11 @@ std::vector<std::string> group_args(const std::string& entry, int workers, std::
 }  // namespace
 
 TEST_CASE("groups: three groups in one job each run a barrier, a broadcast and all-reduces of their own",
-          "[groups][integration]") {
-  auto r = run_ditask(group_args("groups_three", 6, {"--roles", "trainer:0-2,server:3-4,lock:5"}), 90s);
+          "[groups][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(group_args("groups_three", 6, {"--roles", "trainer:0-2,server:3-4,lock:5"})), 90s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   const std::string trainer = " members=0,1,2 bcast=from node 2 sum=3,3 max=2 other=not_member|-1";
@@ -35,8 +38,11 @@ TEST_CASE("groups: three groups in one job each run a barrier, a broadcast and a
   CHECK(result_of(r.out, 5) == "group=lock index=0 members=5 bcast=from node 5 sum=5,1 max=5 other=not_member|-1");
 }
 
-TEST_CASE("groups: 1,000 barriers in a row, then a sum, on every member", "[groups][integration]") {
-  auto r = run_ditask(group_args("groups_many", 3, {"--roles", "trainer:0-2", "--", "rounds=1000"}), 120s);
+TEST_CASE("groups: 1,000 barriers in a row, then a sum, on every member", "[groups][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(group_args("groups_many", 3, {"--roles", "trainer:0-2", "--", "rounds=1000"})), 120s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   for (int node = 0; node < 3; ++node) {
@@ -46,12 +52,15 @@ TEST_CASE("groups: 1,000 barriers in a row, then a sum, on every member", "[grou
 
 TEST_CASE("groups: a member that dies mid-barrier fails it on every other member, naming the member; "
           "the group formed anew with its restart works",
-          "[groups][integration]") {
+          "[groups][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
   // Node 2 is a plain member; node 0 is also the coordinator.
   for (int victim : {2, 0}) {
-    auto r = run_ditask(group_args("groups_member_dies", 3,
+    auto r = run_ditask(over.args(group_args("groups_member_dies", 3,
                                    {"--roles", "trainer:0-2", "--auto-recover", "--restart-backoff", "0", "--",
-                                    "victim=" + std::to_string(victim)}),
+                                    "victim=" + std::to_string(victim)})),
                         120s);
     INFO("victim " << victim << "\n" << describe(r));
     REQUIRE(r.exit_code == 0);

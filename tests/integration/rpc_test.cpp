@@ -32,10 +32,14 @@ std::string check_of(const std::string& out, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("rpc: results, errors and futures travel between processes, over tcp and ipc", "[rpc][integration]") {
-  const std::string protocol = GENERATE(as<std::string>{}, "tcp", "ipc");
+TEST_CASE("rpc: results, errors and futures travel between processes, over tcp, ipc and redis",
+          "[rpc][integration][redis]") {
+  const std::string protocol = GENERATE(as<std::string>{}, "tcp", "ipc", "redis");
   CAPTURE(protocol);
-  auto r = run_ditask(rpc_args("rpc_basic", 2, {"--protocol", protocol}), 60s);
+  const Over over(protocol == "redis" ? "redis" : "mesh");
+  auto r = run_ditask(over.args(rpc_args("rpc_basic", 2, protocol == "redis" ? std::vector<std::string>{}
+                                                                             : std::vector<std::string>{"--protocol", protocol})),
+                      60s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   REQUIRE(result_of(r.out, 1) == "done");
@@ -64,8 +68,11 @@ TEST_CASE("rpc: results, errors and futures travel between processes, over tcp a
 }
 
 TEST_CASE("rpc: 10,000 calls in flight from 3 callers are answered exactly once, FIFO per caller",
-          "[rpc][integration]") {
-  auto r = run_ditask(rpc_args("rpc_many", 4, {"--", "count=3334"}), 120s);
+          "[rpc][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(rpc_args("rpc_many", 4, {"--", "count=3334"})), 120s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) == "served=10002 out_of_order=0");
@@ -76,16 +83,22 @@ TEST_CASE("rpc: 10,000 calls in flight from 3 callers are answered exactly once,
 }
 
 TEST_CASE("rpc: a served call calls back into its caller, which calls a third level, without deadlock",
-          "[rpc][integration]") {
-  auto r = run_ditask(rpc_args("rpc_nested", 2), 60s);
+          "[rpc][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(rpc_args("rpc_nested", 2)), 60s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) == "sync=10100 async=2550");
 }
 
 TEST_CASE("rpc: a timed-out call fails with timeout and its late answer is dropped and counted, while a longer one waits",
-          "[rpc][integration]") {
-  auto r = run_ditask(rpc_args("rpc_timeout", 2), 60s);
+          "[rpc][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(rpc_args("rpc_timeout", 2)), 60s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) ==
@@ -94,16 +107,22 @@ TEST_CASE("rpc: a timed-out call fails with timeout and its late answer is dropp
 }
 
 TEST_CASE("rpc: a callee that dies mid-call fails the call with node_left; its restart serves new calls",
-          "[rpc][integration]") {
-  auto r = run_ditask(rpc_args("rpc_callee_dies", 2, {"--auto-recover", "--restart-backoff", "0"}), 90s);
+          "[rpc][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(rpc_args("rpc_callee_dies", 2, {"--auto-recover", "--restart-backoff", "0"})), 90s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) == "died=node_left|1|die|node 1 left (connection lost) before it answered| attempt=1");
 }
 
 TEST_CASE("rpc: remote objects are created, called through passed handles, and destroyed when released",
-          "[rpc][integration]") {
-  auto r = run_ditask(rpc_args("rpc_objects", 3), 90s);
+          "[rpc][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(rpc_args("rpc_objects", 3)), 90s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) ==
@@ -114,8 +133,11 @@ TEST_CASE("rpc: remote objects are created, called through passed handles, and d
 }
 
 TEST_CASE("rpc: a holder that dies releases its handles, and the owner destroys the object",
-          "[rpc][integration]") {
-  auto r = run_ditask(rpc_args("rpc_holder_dies", 3, {"--auto-recover", "--restart-backoff", "0"}), 90s);
+          "[rpc][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(rpc_args("rpc_holder_dies", 3, {"--auto-recover", "--restart-backoff", "0"})), 90s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(result_of(r.out, 0) ==
