@@ -54,6 +54,12 @@
 # (--runs, --rounds, --count, --timeout). Targets: call p50 <= 1.2x the event round trip; calls/s
 # with 64 in flight >= 0.3x the one-way event rate.
 #
+# redis (scripts/bench_redis.sh): ditask over --mq-type redis beside plain hiredis through one
+# redis-server the script starts: the 64-byte round trip (p50, p99) and one-way 64-byte events/s
+# (baselines: one blocking PUBLISH per message, as DI-engine does, and pipelined PUBLISHes).
+# Options as rpc (--runs, --rounds, --count, --timeout). Targets: rtt p50 <= 1.5x hiredis;
+# one-way rate >= 0.6x the pipelined baseline.
+#
 # rl: the RL examples' episodes and wall time to solve (scripts/bench_rl.sh; its own options).
 #
 # --no-build skips installing packages, configuring and building (the CTest smoke runs use it).
@@ -72,11 +78,12 @@ usage() {
     "[--fanout-count K] [--workers \"8 32\"] [--protocols \"tcp ipc\"] [--timeout S]" \
     "[--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh rpc [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
+  echo "       scripts/bench.sh redis [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   exit 2
 }
 
 MODE="${1:-}"
-[[ "$MODE" == launch || "$MODE" == mesh || "$MODE" == rpc ]] || usage
+[[ "$MODE" == launch || "$MODE" == mesh || "$MODE" == rpc || "$MODE" == redis ]] || usage
 shift
 BUILD_DIR=build/release
 BUILD=1
@@ -99,12 +106,12 @@ while (($#)); do
     *:--workers) read -r -a WORKERS <<<"${2:?}"; shift 2 ;;
     *:--build-dir) BUILD_DIR="${2:?}"; shift 2 ;;
     *:--no-build) BUILD=0; shift ;;
-    mesh:--rounds | rpc:--rounds) ROUNDS="${2:?}"; shift 2 ;;
-    mesh:--count | rpc:--count) COUNT="${2:?}"; shift 2 ;;
+    mesh:--rounds | rpc:--rounds | redis:--rounds) ROUNDS="${2:?}"; shift 2 ;;
+    mesh:--count | rpc:--count | redis:--count) COUNT="${2:?}"; shift 2 ;;
     mesh:--big-count) BIG_COUNT="${2:?}"; shift 2 ;;
     mesh:--fanout-count) FANOUT_COUNT="${2:?}"; shift 2 ;;
     mesh:--protocols) read -r -a PROTOCOLS <<<"${2:?}"; shift 2 ;;
-    mesh:--timeout | rpc:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
+    mesh:--timeout | rpc:--timeout | redis:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -123,6 +130,9 @@ if ((BUILD)); then
   elif [[ $MODE == rpc ]]; then
     install_packages "${DITASK_BENCH_PACKAGES[@]}"
     TARGETS=(ditask bench_mesh bench_rpc ditask_raw_mesh_bench)
+  elif [[ $MODE == redis ]]; then
+    install_packages "${DITASK_BENCH_PACKAGES[@]}"
+    TARGETS=(ditask bench_mesh ditask_redis_baseline_bench)
   else
     install_packages "${DITASK_BENCH_PACKAGES[@]}"
     TARGETS=(ditask bench_mesh ditask_raw_mesh_bench ditask_zmq_mesh_bench)
@@ -250,6 +260,10 @@ else
     # shellcheck source=scripts/bench_rpc.sh
     source "$(dirname "${BASH_SOURCE[0]}")/bench_rpc.sh"
     rpc_main
+  elif [[ $MODE == redis ]]; then
+    # shellcheck source=scripts/bench_redis.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/bench_redis.sh"
+    redis_main
   else
     mesh_main
   fi

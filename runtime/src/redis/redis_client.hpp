@@ -3,9 +3,11 @@
 // async_wait (no polling loop), its commands are pipelined, and its end is reported once.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +46,19 @@ class RedisClient {
   /// SUBSCRIBE `channel`: `message` runs with the confirmation and with every message on it
   /// (an array reply), and with null when the connection ends. False when not open.
   bool subscribe(const std::string& channel, Reply message);
+  /// Reads replies at most every `pause` instead of as they come (0: at once). For a connection
+  /// whose replies only count (PUBLISH): its io thread wakes once per pause, not per reply.
+  /// Set before open().
+  void set_read_pause(std::chrono::microseconds pause) noexcept { read_pause_ = pause; }
+  /// The lock that every use of this client holds (recursive: reply callbacks issue commands).
+  /// Set: other threads may use the client while they hold it too; its socket handlers take it.
+  /// Set before open().
+  void set_guard(std::recursive_mutex* guard) noexcept { guard_ = guard; }
+  /// From hold_writes() to write_held(), commands only queue (the io thread is not woken to write
+  /// them); write_held() writes them on the calling thread, the io thread finishing what the
+  /// socket does not take. Caller holds the guard.
+  void hold_writes() noexcept;
+  void write_held() noexcept;
   /// Runs after each read of the socket whose replies ran (a batch ends). Set before open().
   void set_after_read(std::function<void()> fn) { after_read_ = std::move(fn); }
   /// What the owner of a raw callback's client is (RawCallback gets the redisAsyncContext, whose
@@ -69,6 +84,8 @@ class RedisClient {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::function<void()> after_read_;
   void* owner_ = nullptr;
+  std::chrono::microseconds read_pause_{0};
+  std::recursive_mutex* guard_ = nullptr;
   std::vector<std::unique_ptr<Reply>> subscriptions_;  // their callbacks, for as long as the connection
 };
 

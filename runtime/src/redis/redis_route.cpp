@@ -2,6 +2,10 @@
 // The Redis transport's events: routing an emit to its peers' channels (held for a peer that has
 // not said hello yet), publishing them in order, and reading what comes on this node's channel
 // with each sender's numbers checked. Hellos and leaves. docs/redis.md.
+// At -O2 and above GCC 12 sees a null dereference in Asio's own executor comparison inlined
+// into the hiredis hooks: a false positive (as for tests/bench/raw_mesh_bench.cpp).
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
@@ -88,9 +92,11 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
                   "is Redis reachable? raise --send-timeout / --send-queue-bytes");
     }
   }
+  bool queued = false;
   for (auto* e : joined) {
     if (e->slot.confirmed) {
-      queue_locked(*e->node, e->slot, held);
+      queue_locked(*e->node, e->slot, held, false);
+      queued = true;
     } else if (e->slot.backlog_bytes + size <= settings_.send_queue_bytes || e->slot.backlog.empty()) {
       e->slot.backlog.push_back(held);  // until it said hello again after a reconnect
       e->slot.backlog_bytes += size;
@@ -106,16 +112,44 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
       ++counters_.dropped;
     }
   }
+  lock.unlock();
+  if (queued) {
+    publish_here_or_post();
+  }
 }
 
-void RedisTransport::queue_locked(std::int64_t node, Slot& slot, const Held& held) {
+void RedisTransport::publish_here_or_post() {
+  // A reply from a handler, or an emit right after a wait, goes out on this thread: no io-thread
+  // wake-up on its way to Redis. Never waits for the io thread: when it holds the client, it
+  // publishes instead.
+  std::unique_lock guard(pub_guard_, std::try_to_lock);
+  if (guard.owns_lock()) {
+    bool up = false;
+    {
+      std::lock_guard lock(mutex_);
+      up = link_ == Link::up;
+    }
+    if (up && pub_) {
+      pub_->hold_writes();
+      publish_outbox();
+      pub_->write_held();
+    }
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  post_flush_locked();
+}
+
+void RedisTransport::queue_locked(std::int64_t node, Slot& slot, const Held& held, bool post) {
   Outgoing out{channel_of(node), {}};
   encode_frame(out.frame, FrameKind::event, false, settings_.node_id, instance_, ++slot.sent_seq, held.topic,
                *held.payload);
   bytes_in_flight_ += out.frame.size();
   outbox_.push_back(std::move(out));
   ++counters_.sent;
-  post_flush_locked();
+  if (post) {
+    post_flush_locked();
+  }
 }
 
 void RedisTransport::post_flush_locked() {
@@ -128,6 +162,7 @@ void RedisTransport::post_flush_locked() {
 // ---- publishing (io thread) ----
 
 void RedisTransport::flush() {
+  const std::lock_guard guard(pub_guard_);
   {
     std::lock_guard lock(mutex_);
     flush_posted_ = false;

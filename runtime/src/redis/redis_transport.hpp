@@ -132,8 +132,12 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   bool first_time(const std::string& what);
   // ---- any thread ----
   void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload);
-  // Frames `held` for `node` and queues it for the io thread. Caller holds mutex_.
-  void queue_locked(std::int64_t node, Slot& slot, const Held& held);
+  // Frames `held` for `node` and queues it for the io thread (`post`: and wakes it to publish).
+  // Caller holds mutex_.
+  void queue_locked(std::int64_t node, Slot& slot, const Held& held, bool post = true);
+  // Publishes what is queued on the calling thread when nobody else uses the command client;
+  // else has the io thread do it.
+  void publish_here_or_post();
   void post_flush_locked();
   std::string channel_of(std::int64_t node) const { return server_.scope + ":n:" + std::to_string(node); }
   std::string presence_key(std::int64_t node) const { return server_.scope + ":p:" + std::to_string(node); }
@@ -147,7 +151,10 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::thread thread_;
-  std::unique_ptr<RedisClient> pub_;  // commands (io thread)
+  // Held by whoever uses pub_: the io thread, or an emitting thread that publishes itself.
+  // Lock order: pub_guard_, then mutex_.
+  std::recursive_mutex pub_guard_;
+  std::unique_ptr<RedisClient> pub_;  // commands (guarded by pub_guard_)
   std::unique_ptr<RedisClient> sub_;  // subscriptions (io thread)
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer tick_timer_;

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+// Plain hiredis baselines of `scripts/bench.sh redis`, measured as the bench_mesh module measures
+// ditask over --mq-type redis (bench_measure.hpp's clock):
+//   rtt:    64-byte ping-pong through Redis pub/sub: PUBLISH on one connection, an echo thread
+//           subscribed to it PUBLISHes back, the first thread reads the echo on its subscription.
+//   stream: K one-way 64-byte messages to one subscriber, either one blocking PUBLISH per message
+//           (what DI-engine's Redis MQ does) or pipelined PUBLISHes (1000 per batch).
+// `ditask_redis_baseline_bench rtt --port P [--rounds N] [--warmup W] [--size S]`
+// `ditask_redis_baseline_bench stream --port P [--count K] [--size S] [--pipelined]`
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_measure.hpp"
+
+namespace {
+
+using ditask::bench::micros;
+using ditask::bench::now_ns;
+
+struct Args {
+  std::string mode;
+  int port = 6379;
+  long rounds = 20000, warmup = 2000, count = 1000000, size = 64;
+  bool pipelined = false;
+};
+
+Args parse(int argc, char** argv) {
+  if (argc < 2) {
+    throw std::invalid_argument("usage: ditask_redis_baseline_bench rtt|stream --port P [...]");
+  }
+  Args a;
+  a.mode = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto value = [&]() -> long {
+      if (i + 1 >= argc) {
+        throw std::invalid_argument(k + " needs a value");
+      }
+      char* end = nullptr;
+      const long v = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || v < 0) {
+        throw std::invalid_argument(k + " needs a non-negative integer");
+      }
+      return v;
+    };
+    if (k == "--port") {
+      a.port = static_cast<int>(value());
+    } else if (k == "--rounds") {
+      a.rounds = value();
+    } else if (k == "--warmup") {
+      a.warmup = value();
+    } else if (k == "--count") {
+      a.count = value();
+    } else if (k == "--size") {
+      a.size = value();
+    } else if (k == "--pipelined") {
+      a.pipelined = true;
+    } else {
+      throw std::invalid_argument("unknown option " + k);
+    }
+  }
+  if ((a.mode != "rtt" && a.mode != "stream") || a.rounds < 1 || a.count < 1) {
+    throw std::invalid_argument("usage: ditask_redis_baseline_bench rtt|stream --port P [...]");
+  }
+  return a;
+}
+
+redisContext* connect(int port) {
+  redisContext* c = redisConnect("127.0.0.1", port);
+  if (c == nullptr || c->err != 0) {
+    throw std::runtime_error(std::string("cannot connect to Redis: ") + (c != nullptr ? c->errstr : "out of memory"));
+  }
+  return c;
+}
+
+void command(redisContext* c, const char* format, const char* a, std::size_t alen, const char* b, std::size_t blen) {
+  auto* reply = static_cast<redisReply*>(redisCommand(c, format, a, alen, b, blen));
+  if (reply == nullptr || reply->type == REDIS_REPLY_ERROR) {
+    throw std::runtime_error("redis command failed");
+  }
+  freeReplyObject(reply);
+}
+
+// SUBSCRIBE `channel` on `c` and read the confirmation.
+void subscribe(redisContext* c, const char* channel) {
+  auto* reply = static_cast<redisReply*>(redisCommand(c, "SUBSCRIBE %s", channel));
+  if (reply == nullptr) {
+    throw std::runtime_error("SUBSCRIBE failed");
+  }
+  freeReplyObject(reply);
+}
+
+// Blocks for the next message on a subscribed connection; its payload length.
+std::size_t next_message(redisContext* c) {
+  void* raw = nullptr;
+  if (redisGetReply(c, &raw) != REDIS_OK || raw == nullptr) {
+    throw std::runtime_error("the subscription ended");
+  }
+  auto* reply = static_cast<redisReply*>(raw);
+  const std::size_t n = reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 ? reply->element[2]->len : 0;
+  freeReplyObject(reply);
+  return n;
+}
+
+// Waits until `channel` has a subscriber (so nothing is published into the void).
+void await_subscriber(redisContext* c, const char* channel) {
+  for (;;) {
+    auto* reply = static_cast<redisReply*>(redisCommand(c, "PUBSUB NUMSUB %s", channel));
+    const bool ok = reply != nullptr && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+                    reply->element[1]->integer > 0;
+    freeReplyObject(reply);
+    if (ok) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+int rtt(const Args& a) {
+  const std::string blob(static_cast<std::size_t>(a.size), 'x');
+  std::atomic<bool> stop{false};
+  std::thread echo([&] {
+    redisContext* sub = connect(a.port);
+    redisContext* pub = connect(a.port);
+    subscribe(sub, "bl.ping");
+    for (long i = 0; i < a.rounds + a.warmup; ++i) {
+      next_message(sub);
+      command(pub, "PUBLISH %b %b", "bl.pong", 7, blob.data(), blob.size());
+    }
+    redisFree(sub);
+    redisFree(pub);
+  });
+  redisContext* sub = connect(a.port);
+  redisContext* pub = connect(a.port);
+  subscribe(sub, "bl.pong");
+  await_subscriber(pub, "bl.ping");
+  std::vector<std::int64_t> ns;
+  ns.reserve(static_cast<std::size_t>(a.rounds));
+  for (long i = 0; i < a.rounds + a.warmup; ++i) {
+    const auto t0 = now_ns();
+    command(pub, "PUBLISH %b %b", "bl.ping", 7, blob.data(), blob.size());
+    next_message(sub);
+    if (i >= a.warmup) {
+      ns.push_back(now_ns() - t0);
+    }
+  }
+  echo.join();
+  std::sort(ns.begin(), ns.end());
+  const auto n = ns.size();
+  std::printf("redis_baseline rtt rounds=%zu p50_us=%s p99_us=%s\n", n, micros(ns[n / 2]).c_str(),
+              micros(ns[n * 99 / 100]).c_str());
+  redisFree(sub);
+  redisFree(pub);
+  return 0;
+}
+
+int stream(const Args& a) {
+  const std::string blob(static_cast<std::size_t>(a.size), 'x');
+  std::atomic<std::int64_t> last_ns{0};
+  std::atomic<bool> subscribed{false};
+  std::thread reader([&] {
+    redisContext* sub = connect(a.port);
+    subscribe(sub, "bl.data");
+    subscribed = true;
+    for (long i = 0; i < a.count; ++i) {
+      next_message(sub);
+    }
+    last_ns = now_ns();
+    redisFree(sub);
+  });
+  redisContext* pub = connect(a.port);
+  await_subscriber(pub, "bl.data");
+  const auto start = now_ns();
+  if (a.pipelined) {
+    constexpr long kBatch = 1000;
+    for (long done = 0; done < a.count;) {
+      const long n = std::min(kBatch, a.count - done);
+      for (long i = 0; i < n; ++i) {
+        redisAppendCommand(pub, "PUBLISH %b %b", "bl.data", static_cast<std::size_t>(7), blob.data(), blob.size());
+      }
+      for (long i = 0; i < n; ++i) {
+        void* reply = nullptr;
+        if (redisGetReply(pub, &reply) != REDIS_OK) {
+          throw std::runtime_error("PUBLISH failed");
+        }
+        freeReplyObject(reply);
+      }
+      done += n;
+    }
+  } else {
+    for (long i = 0; i < a.count; ++i) {
+      command(pub, "PUBLISH %b %b", "bl.data", 7, blob.data(), blob.size());
+    }
+  }
+  reader.join();
+  const double seconds = static_cast<double>(last_ns.load() - start) / 1e9;
+  std::printf("redis_baseline stream mode=%s count=%ld size=%ld seconds=%.4f events_per_s=%.0f\n",
+              a.pipelined ? "pipelined" : "blocking", a.count, a.size, seconds, static_cast<double>(a.count) / seconds);
+  redisFree(pub);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args a = parse(argc, argv);
+    return a.mode == "rtt" ? rtt(a) : stream(a);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ditask_redis_baseline_bench: %s\n", e.what());
+    return 2;
+  }
+}
