@@ -78,6 +78,7 @@ std::uint64_t EventBus::add(std::string event, ErasedHandler fn, bool once, Pack
 
 std::uint64_t EventBus::register_entry(std::string event, std::shared_ptr<Entry> entry) {
   bool replayed = false;
+  bool grew = false;
   std::uint64_t id = 0;
   {
     std::lock_guard lock(mutex_);
@@ -86,6 +87,7 @@ std::uint64_t EventBus::register_entry(std::string event, std::shared_ptr<Entry>
       return 0;
     }
     id = entry->id = next_id_++;
+    grew = interest_.insert(event).second;
     entry->since = posted_;  // what is queued now came before it
     replays_.clear();
     window_.replay_for(entry, event, replays_);
@@ -99,7 +101,33 @@ std::uint64_t EventBus::register_entry(std::string event, std::shared_ptr<Entry>
   if (replayed) {
     queued_.notify_one();
   }
+  if (grew) {
+    tell_interest();  // before on() returns: what this thread emits next comes after it
+  }
   return id;
+}
+
+void EventBus::set_interest_listener(InterestListener fn) {
+  {
+    std::lock_guard lock(mutex_);
+    interest_listener_ = std::move(fn);
+  }
+  tell_interest();
+}
+
+void EventBus::tell_interest() {
+  const std::lock_guard serial(interest_mutex_);
+  std::set<std::string> names;
+  InterestListener listener;
+  {
+    std::lock_guard lock(mutex_);
+    if (window_.open() || !interest_listener_) {
+      return;
+    }
+    names = interest_;
+    listener = interest_listener_;
+  }
+  listener(names);
 }
 
 void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
@@ -170,8 +198,14 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
 }
 
 void EventBus::end_startup_window() {
-  std::unique_lock lock(mutex_);
-  close_window(lock);
+  {
+    std::unique_lock lock(mutex_);
+    if (!window_.open()) {
+      return;
+    }
+    close_window(lock);
+  }
+  tell_interest();
 }
 
 void EventBus::close_window(std::unique_lock<std::mutex>& lock) {
@@ -198,6 +232,14 @@ std::size_t EventBus::kept() const {
 }
 
 std::size_t EventBus::remove_matching(std::string_view pattern) {
+  std::size_t removed = erase_matching(pattern);
+  if (removed > 0) {
+    tell_interest();
+  }
+  return removed;
+}
+
+std::size_t EventBus::erase_matching(std::string_view pattern) {
   std::string pat(pattern);
   std::lock_guard lock(mutex_);
   std::size_t removed = 0;
@@ -207,6 +249,7 @@ std::size_t EventBus::remove_matching(std::string_view pattern) {
         entry->alive = false;
       }
       removed += it->second.size();
+      interest_.erase(it->first);
       it = handlers_.erase(it);
     } else {
       ++it;
@@ -215,21 +258,31 @@ std::size_t EventBus::remove_matching(std::string_view pattern) {
   return removed;
 }
 
-bool EventBus::remove(std::string_view event, std::uint64_t id) {
-  std::lock_guard lock(mutex_);
-  auto it = handlers_.find(event);
-  if (it == handlers_.end()) {
-    return false;
+bool EventBus::remove(std::string_view event, std::uint64_t id, bool keep_interest) {
+  bool shrunk = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = handlers_.find(event);
+    if (it == handlers_.end()) {
+      return false;
+    }
+    auto& entries = it->second;
+    auto pos = std::find_if(entries.begin(), entries.end(), [id](const auto& e) { return e->id == id; });
+    if (pos == entries.end()) {
+      return false;
+    }
+    (*pos)->alive = false;
+    entries.erase(pos);
+    if (entries.empty()) {
+      if (!keep_interest) {
+        interest_.erase(it->first);
+        shrunk = true;
+      }
+      handlers_.erase(it);
+    }
   }
-  auto& entries = it->second;
-  auto pos = std::find_if(entries.begin(), entries.end(), [id](const auto& e) { return e->id == id; });
-  if (pos == entries.end()) {
-    return false;
-  }
-  (*pos)->alive = false;
-  entries.erase(pos);
-  if (entries.empty()) {
-    handlers_.erase(it);
+  if (shrunk) {
+    tell_interest();
   }
   return true;
 }

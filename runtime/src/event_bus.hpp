@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -63,8 +64,9 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   std::uint64_t add(std::string event, ErasedHandler fn, bool once, PackedHandler packed = nullptr);
   /// Removes every handler of events matching the fnmatch `pattern`; returns how many.
   std::size_t remove_matching(std::string_view pattern);
-  /// Removes handler `id` of `event`; false when absent.
-  bool remove(std::string_view event, std::uint64_t id);
+  /// Removes handler `id` of `event`; false when absent. `keep_interest`: the name stays in the
+  /// interest set (a waiter's: the next wait for it would add it again at once).
+  bool remove(std::string_view event, std::uint64_t id, bool keep_interest = false);
   /// Handlers registered for `event`.
   std::size_t count(std::string_view event) const;
 
@@ -85,6 +87,13 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   void drain();
   /// True on the dispatcher thread.
   bool on_dispatcher_thread() const noexcept;
+
+  /// Who hears which event names this task handles (a transport that sends each peer only
+  /// those): `fn` gets the whole set once the startup window closed (until then every name
+  /// counts), and again whenever a name gets its first handler or off() removes its last.
+  /// Called on the thread that changed the set, before that call returns, one at a time.
+  using InterestListener = std::function<void(const std::set<std::string>& names)>;
+  void set_interest_listener(InterestListener fn);
 
   /// Registers a one-shot waiter for `event` (already aborted when abort mode is on).
   std::shared_ptr<WaitState> add_waiter(std::string event);
@@ -107,12 +116,19 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   // handler saw and whose window has closed (then it counts as unhandled). Caller holds mutex_.
   static bool settle_locked(KeptMark& mark, bool handled);
   void close_window(std::unique_lock<std::mutex>& lock);
+  // remove_matching() without telling the interest listener.
+  std::size_t erase_matching(std::string_view pattern);
+  // Tells the interest listener the names now, when the window has closed.
+  void tell_interest();
   void abort_all_waiters_locked();
   bool claim(Entry& entry);
 
   ErrorSink sink_;
   std::shared_ptr<const EventMeta> local_meta_ = std::make_shared<const EventMeta>();  // set before start()
   mutable std::mutex mutex_;
+  std::mutex interest_mutex_;        // serializes the listener's calls (taken before mutex_)
+  InterestListener interest_listener_;  // guarded by mutex_
+  std::set<std::string> interest_;      // guarded by mutex_: names with a handler (waiters and once handlers stay)
   std::condition_variable queued_;
   std::condition_variable done_;
   std::map<std::string, std::vector<std::shared_ptr<Entry>>, std::less<>> handlers_;  // guarded

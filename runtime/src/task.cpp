@@ -117,6 +117,14 @@ void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
     bus->post_remote(std::move(events));
     impl->finish_barrier.note(seen);  // only now: what a peer sent before its finish is queued
   });
+  // Peers learn which events this task handles once its startup window closed (over Redis, an
+  // event no handler here wants never travels).
+  std::weak_ptr<detail::Transport> weak = transport;
+  bus->set_interest_listener([weak](const std::set<std::string>& names) {
+    if (auto t = weak.lock()) {
+      t->set_interest(names);
+    }
+  });
   transport->wait_ready();
 }
 
@@ -154,10 +162,15 @@ void Task::stop() noexcept { stop_as(std::uncaught_exceptions() > 0); }
 void Task::stop_as(bool failing) noexcept {
   std::shared_ptr<detail::Transport> transport;
   std::shared_ptr<detail::RpcEngine> rpc;
+  std::shared_ptr<detail::EventBus> running_bus;
   {
     std::lock_guard lock(impl_->mutex);
     transport = impl_->running ? impl_->transport : nullptr;  // kept until below: handlers may still emit
+    running_bus = impl_->running ? impl_->bus : nullptr;
     rpc = std::exchange(impl_->rpc, nullptr);
+  }
+  if (running_bus) {
+    running_bus->set_interest_listener(nullptr);  // what the handlers do from now on concerns no peer
   }
   if (rpc) {
     // Calls in flight fail, served calls end, handles are released, owned objects destroyed.
@@ -177,6 +190,7 @@ void Task::stop_as(bool failing) noexcept {
     } catch (const std::exception& e) {
       DITASK_LOG(warn, "task") << "could not tell the peers that this node finished: " << e.what();
     }
+    transport->set_interest(std::nullopt);  // a next task gets everything until its window closes
     transport->detach();
   }
   std::shared_ptr<detail::EventBus> bus;

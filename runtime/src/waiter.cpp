@@ -27,7 +27,7 @@ Waiter::~Waiter() {
   }
   // Unregister whether or not the event came: a wait never leaves a handler behind.
   if (auto bus = bus_.lock(); bus && state_->handler_id != 0) {
-    bus->remove(state_->event, state_->handler_id);
+    bus->remove(state_->event, state_->handler_id, true);
   }
 }
 

@@ -131,3 +131,22 @@ TEST_CASE("redis: an unreachable Redis fails start-up within --startup-timeout, 
                              std::to_string(closed.port) + " within 2 s: "));
   CHECK_THAT(r.err, Contains("ditask: hint: start redis-server there"));
 }
+
+TEST_CASE("redis: a peer is sent only the events it handles, following on() and off(); the mesh sends all",
+          "[redis][integration]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("interest", 2)), 60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  if (transport == "mesh") {
+    // All 123 frames reach node 1; the 50 "unwanted" and the 10 "late" after off() find no handler.
+    CHECK(result_of(r.out, 1) == "wanted=50 late=10 received=123 unhandled=60");
+    CHECK(result_of(r.out, 0) == "received=3 unhandled=0");
+  } else {
+    // Those 60 never leave node 0, which counts them unhandled; node 1 gets the other 63.
+    CHECK(result_of(r.out, 1) == "wanted=50 late=10 received=63 unhandled=0");
+    CHECK(result_of(r.out, 0) == "received=3 unhandled=60");
+  }
+}

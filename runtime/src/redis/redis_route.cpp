@@ -94,6 +94,10 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
   }
   bool queued = false;
   for (auto* e : joined) {
+    if (!wants(e->slot.interest, event)) {
+      ++counters_.unhandled;  // it has no handler for it: not sent (the mesh's receiver would count it)
+      continue;
+    }
     if (e->slot.confirmed) {
       queue_locked(*e->node, e->slot, held, false);
       queued = true;
@@ -187,11 +191,31 @@ void RedisTransport::publish_outbox() {
 void RedisTransport::publish_now(Outgoing&& out, bool counted) {
   const std::size_t bytes = counted ? out.frame.size() : 0;
   const std::string_view frame(reinterpret_cast<const char*>(out.frame.data()), out.frame.size());
-  if (!pub_ || !pub_->command_raw(&RedisTransport::on_published, reinterpret_cast<void*>(bytes), "PUBLISH", out.channel, frame)) {
+  const bool event = out.kind == Outgoing::Kind::event;
+  const auto callback = event ? &RedisTransport::on_published : &RedisTransport::on_control_published;
+  const char* verb = out.kind == Outgoing::Kind::presence ? "SET" : "PUBLISH";
+  if (!pub_ || !pub_->command_raw(callback, reinterpret_cast<void*>(bytes), verb, out.channel, frame)) {
     std::lock_guard lock(mutex_);
     bytes_in_flight_ -= bytes;
     ++counters_.lost;
   }
+}
+
+void RedisTransport::on_control_published(redisAsyncContext* ctx, void* /*reply*/, void* privdata) {
+  auto* client = static_cast<RedisClient*>(ctx->data);
+  if (client == nullptr) {
+    return;
+  }
+  auto* self = static_cast<RedisTransport*>(client->owner());
+  {
+    std::lock_guard lock(self->mutex_);
+    self->bytes_in_flight_ -= reinterpret_cast<std::size_t>(privdata);
+  }
+  self->changed_.notify_all();
+}
+
+bool RedisTransport::wants(const std::optional<std::set<std::string>>& interest, std::string_view name) {
+  return !interest || name.starts_with("ditask.") || name == events::finish || interest->count(std::string(name)) != 0;
 }
 
 void RedisTransport::on_published(redisAsyncContext* ctx, void* reply, void* privdata) {
@@ -237,20 +261,39 @@ void RedisTransport::on_control(const redisReply* r) {
 
 void RedisTransport::on_hello_text(std::string_view text) {
   PeerRecord peer;
+  std::optional<std::set<std::string>> interest;
+  bool notice = false;
   try {
     const auto j = nlohmann::json::parse(text);
     peer.node = j.at("node").get<std::int64_t>();
-    peer.attempt = j.at("attempt").get<std::int64_t>();
     peer.instance = j.at("instance").get<std::uint64_t>();
-    peer.labels = j.at("labels").get<std::set<std::string>>();
+    if (j.contains("topics") && !j["topics"].is_null()) {
+      interest = j["topics"].get<std::set<std::string>>();
+    }
+    notice = j.contains("interest");
+    if (!notice) {
+      peer.attempt = j.at("attempt").get<std::int64_t>();
+      peer.labels = j.at("labels").get<std::set<std::string>>();
+    }
   } catch (const std::exception& e) {
-    DITASK_LOG(warn, "redis") << "ignoring a malformed hello on " << control_channel_ << ": " << e.what();
+    DITASK_LOG(warn, "redis") << "ignoring a malformed message on " << control_channel_ << ": " << e.what();
     return;
   }
-  on_hello(peer);
+  if (notice) {
+    on_interest(peer.node, peer.instance, std::move(interest));
+  } else {
+    on_hello(peer, std::move(interest));
+  }
 }
 
-void RedisTransport::on_hello(const PeerRecord& peer) {
+void RedisTransport::on_interest(std::int64_t node, std::uint64_t instance, std::optional<std::set<std::string>> interest) {
+  std::lock_guard lock(mutex_);
+  if (auto* e = peers_.find_node(node); e != nullptr && e->conn == instance) {
+    e->slot.interest = std::move(interest);
+  }
+}
+
+void RedisTransport::on_hello(const PeerRecord& peer, std::optional<std::set<std::string>> interest) {
   if (peer.node == settings_.node_id) {
     if (peer.instance != instance_ && first_time("self " + std::to_string(peer.instance))) {
       DITASK_LOG(error, "redis") << "another process says it is node " << peer.node << " (attempt " << peer.attempt
@@ -264,9 +307,12 @@ void RedisTransport::on_hello(const PeerRecord& peer) {
     if (const auto* j = peers_.joined(peer.node)) {
       if (j->record.instance == peer.instance) {
         auto* e = peers_.find_node(peer.node);
+        if (e != nullptr) {
+          e->slot.interest = interest;
+        }
         if (e != nullptr && !e->slot.confirmed) {
           e->slot.confirmed = true;  // back after a reconnect: what waited for it goes now
-          Outgoing sync{channel_of(peer.node), {}};
+          Outgoing sync{channel_of(peer.node), {}, Outgoing::Kind::control};
           encode_frame(sync.frame, FrameKind::sync, false, settings_.node_id, instance_, e->slot.sent_seq, {}, {});
           bytes_in_flight_ += sync.frame.size();
           outbox_.push_back(std::move(sync));
@@ -297,9 +343,14 @@ void RedisTransport::on_hello(const PeerRecord& peer) {
     slot.confirmed = true;
     slot.backlog.clear();
     slot.backlog_bytes = 0;
+    slot.interest = std::move(interest);
     for (const auto& h : join.held) {
-      queue_locked(peer.node, slot, h);
       --counters_.sent;  // counted when it was held
+      if (wants(slot.interest, std::string_view(h.topic).substr(settings_.topic_prefix.size()))) {
+        queue_locked(peer.node, slot, h);
+      } else {
+        ++counters_.unhandled;
+      }
     }
   }
   changed_.notify_all();

@@ -98,15 +98,46 @@ void RedisTransport::start() {
 }
 
 std::string RedisTransport::hello_text() const {
-  return nlohmann::json{{"node", settings_.node_id},
-                        {"attempt", settings_.attempt},
-                        {"instance", instance_},
-                        {"labels", [&] {
-                           auto labels = settings_.labels;
-                           labels.insert("node." + std::to_string(settings_.node_id));
-                           return labels;
-                         }()}}
-      .dump();
+  std::lock_guard lock(mutex_);
+  return hello_text_locked();
+}
+
+std::string RedisTransport::hello_text_locked() const {
+  auto labels = settings_.labels;
+  labels.insert("node." + std::to_string(settings_.node_id));
+  nlohmann::json hello = {{"node", settings_.node_id},
+                          {"attempt", settings_.attempt},
+                          {"instance", instance_},
+                          {"labels", labels},
+                          {"topics", nullptr}};
+  if (interest_) {
+    hello["topics"] = *interest_;
+  }
+  return hello.dump();
+}
+
+void RedisTransport::set_interest(std::optional<std::set<std::string>> names) {
+  {
+    std::lock_guard lock(mutex_);
+    if (names == interest_ || shutting_down_) {
+      return;
+    }
+    interest_ = std::move(names);
+    // The presence key first (for peers that read it later), then the notice (for those
+    // subscribed now): a peer either reads the new key or gets the notice.
+    const std::string hello = hello_text_locked();
+    Outgoing key{presence_key(settings_.node_id), {hello.begin(), hello.end()}, Outgoing::Kind::presence};
+    nlohmann::json notice = {{"interest", true}, {"node", settings_.node_id}, {"instance", instance_}, {"topics", nullptr}};
+    if (interest_) {
+      notice["topics"] = *interest_;
+    }
+    const std::string text = notice.dump();
+    Outgoing ctl{control_channel_, {text.begin(), text.end()}, Outgoing::Kind::control};
+    bytes_in_flight_ += key.frame.size() + ctl.frame.size();
+    outbox_.push_back(std::move(key));
+    outbox_.push_back(std::move(ctl));
+  }
+  publish_here_or_post();
 }
 
 // ---- the connection ----

@@ -59,6 +59,8 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   /// Publishes what is queued, says bye to every peer, deletes the presence key and closes
   /// (bounded by a few seconds when Redis is gone). Idempotent.
   void shutdown(bool failed = false) noexcept override;
+  /// Tells the peers (in order with this node's events) which events to send it.
+  void set_interest(std::optional<std::set<std::string>> names) override;
 
  private:
   // An event for one peer, framed when it leaves (its sequence number is the peer's).
@@ -74,6 +76,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
     std::chrono::steady_clock::time_point unconfirmed_since{};
     std::deque<Held> backlog;  // while unconfirmed
     std::size_t backlog_bytes = 0;
+    std::optional<std::set<std::string>> interest;  // the event names it handles (nullopt: all)
   };
   struct PeerTraits {
     using Conn = std::uint64_t;  // the joined process's instance (0: none)
@@ -83,8 +86,10 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   using Peers = PeerTable<PeerTraits>;
   // One message on its way to Redis.
   struct Outgoing {
-    std::string channel;
+    enum class Kind { event, control, presence };  // an event frame; a notice to the run; SET of the presence key
+    std::string channel;                           // the channel (the key for presence)
     std::vector<std::uint8_t> frame;
+    Kind kind = Kind::event;
   };
   // What this node knows of a sender's numbers.
   struct Incoming {
@@ -117,7 +122,11 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void on_control(const redisReply* reply);
   void on_message(const redisReply* reply);
   void on_hello_text(std::string_view text);
-  void on_hello(const PeerRecord& peer);
+  void on_hello(const PeerRecord& peer, std::optional<std::set<std::string>> interest);
+  // A peer's new interest (set_interest on its side).
+  void on_interest(std::int64_t node, std::uint64_t instance, std::optional<std::set<std::string>> interest);
+  // True when a peer whose interest is `interest` handles event `name` (a runtime event always).
+  static bool wants(const std::optional<std::set<std::string>>& interest, std::string_view name);
   void leave(std::int64_t node, std::uint64_t instance, const std::string& reason);
   void deliver(Incoming& in, const FrameView& frame, std::size_t bytes);
   void release_early_events();
@@ -129,6 +138,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   // `counted`: its bytes are in bytes_in_flight_ (a bye's are not).
   void publish_now(Outgoing&& out, bool counted);
   static void on_published(redisAsyncContext* ctx, void* reply, void* privdata);
+  static void on_control_published(redisAsyncContext* ctx, void* reply, void* privdata);
   bool first_time(const std::string& what);
   // ---- any thread ----
   void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload);
@@ -141,6 +151,8 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void post_flush_locked();
   std::string channel_of(std::int64_t node) const { return server_.scope + ":n:" + std::to_string(node); }
   std::string presence_key(std::int64_t node) const { return server_.scope + ":p:" + std::to_string(node); }
+  // This node's hello (with its interest). Caller holds mutex_.
+  std::string hello_text_locked() const;
   std::string hello_text() const;
 
   const mesh::MeshSettings settings_;
@@ -183,6 +195,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   bool shutting_down_ = false;
   bool closed_ = false;
   std::set<std::string> logged_;
+  std::optional<std::set<std::string>> interest_;  // this node's task's (nullopt: all)
 
   Inbox inbox_;
   TransportCounters counters_;

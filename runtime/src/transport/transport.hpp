@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,6 +58,11 @@ class Transport {
   virtual void send_owned(const SendTarget& target, std::string_view event, std::vector<std::uint8_t>&& payload) {
     send_packed(target, event, payload);
   }
+  /// The event names this node's task handles (nullopt: all of them, e.g. while its startup
+  /// window is open or no task is attached). A transport may then send each peer only what it
+  /// handles, in order with the events (the mesh sends everything and the receiver counts the
+  /// rest unhandled). Default: nothing to do.
+  virtual void set_interest(std::optional<std::set<std::string>> names) { (void)names; }
   /// Connected peers, by node id.
   virtual std::vector<PeerInfo> peers() const = 0;
   /// Counters since it started.
