@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -221,5 +222,38 @@ TEST_CASE("events: a handler registered after an emit does not see that emit", "
   bus->drain();
   CHECK(before.values == std::vector<int>{1, 2});
   CHECK(after.values == std::vector<int>{2});
+  bus->stop();
+}
+
+TEST_CASE("events: the interest listener hears the handled names once the window closed, as on() and off() change them",
+          "[events][window][redis]") {
+  auto bus = started_bus();
+  std::vector<std::set<std::string>> told;
+  bus->set_interest_listener([&](const std::set<std::string>& names) { told.push_back(names); });
+  const auto noop = [](const ditask::EventArgs&, const ditask::EventMeta&) {};
+  const auto a = bus->add("a", noop, false);
+  CHECK(told.empty());  // the window is open: every name counts, nobody is told
+  bus->end_startup_window();
+  REQUIRE(told.size() == 1);
+  CHECK(told.back() == std::set<std::string>{"a"});
+  bus->add("b", noop, false);
+  REQUIRE(told.size() == 2);
+  CHECK(told.back() == std::set<std::string>{"a", "b"});
+  bus->add("b", noop, false);  // a second handler of a known name changes nothing
+  CHECK(told.size() == 2);
+  auto waiter = bus->add_waiter("w");
+  REQUIRE(told.size() == 3);
+  CHECK(told.back() == std::set<std::string>{"a", "b", "w"});
+  bus->remove("w", waiter->handler_id, true);  // a waiter's name stays: the next wait would add it again
+  CHECK(told.size() == 3);
+  CHECK(bus->remove("a", a));
+  REQUIRE(told.size() == 4);
+  CHECK(told.back() == std::set<std::string>{"b", "w"});
+  CHECK(bus->remove_matching("b") == 2);
+  REQUIRE(told.size() == 5);
+  CHECK(told.back() == std::set<std::string>{"w"});
+  bus->set_interest_listener(nullptr);
+  bus->add("c", noop, false);
+  CHECK(told.size() == 5);
   bus->stop();
 }
