@@ -285,6 +285,26 @@ meets() {
   esac
 }
 
+# ratio_line JSON TABLE FIGURE UNIT VALUE BASELINE_NAME BASELINE TARGET: one JSON line appended
+# to the file JSON and one row to the file TABLE (the rpc and redis modes' figures).
+ratio_line() {
+  local json=$1 table=$2 figure=$3 unit=$4 value=$5 bname=$6 base=$7 target=$8 ratio met verdict="(no target)"
+  ratio=$(fratio "$value" "$base")
+  met=$(meets "$target" "$ratio" "$value")
+  printf '{"figure":"%s","unit":"%s","ditask":%s,"baseline":"%s","baseline_value":%s,"ratio":%s,"target":%s,"met":%s,"runs":%s}\n' \
+    "$figure" "$unit" "$value" "$bname" "$base" "$ratio" \
+    "$([[ $target == - ]] && echo null || echo "\"$target\"")" "$met" "$RUNS" >>"$json"
+  [[ $met == true ]] && verdict=met
+  [[ $met == false ]] && verdict="NOT met"
+  printf '%-28s %12s %-26s %12s %7s  %-7s %s\n' "$figure ($unit)" "$value" "$bname" "$base" "$ratio" "$target" \
+    "$verdict" >>"$table"
+}
+
+# ratio_header: the column titles of ratio_line's table.
+ratio_header() {
+  printf '%-28s %12s %-26s %12s %7s  %-7s %s\n' figure ditask baseline value ratio target result
+}
+
 # Whether KEY met its target against raw ("raw") or ZeroMQ ("zmq").
 met_of() {
   local key=$1 which=$2

@@ -79,18 +79,7 @@ redis_measure() {
 }
 
 # redis_line FIGURE UNIT VALUE BASELINE_NAME BASELINE TARGET: one JSON line and one table row.
-redis_line() {
-  local figure=$1 unit=$2 value=$3 bname=$4 base=$5 target=$6 ratio met verdict="(no target)"
-  ratio=$(fratio "$value" "$base")
-  met=$(meets "$target" "$ratio" "$value")
-  printf '{"figure":"%s","unit":"%s","ditask":%s,"baseline":"%s","baseline_value":%s,"ratio":%s,"target":%s,"met":%s,"runs":%s}\n' \
-    "$figure" "$unit" "$value" "$bname" "$base" "$ratio" \
-    "$([[ $target == - ]] && echo null || echo "\"$target\"")" "$met" "$RUNS" >>"$REDIS_JSON"
-  [[ $met == true ]] && verdict=met
-  [[ $met == false ]] && verdict="NOT met"
-  printf '%-24s %12s %-26s %12s %7s  %-7s %s\n' "$figure ($unit)" "$value" "$bname" "$base" "$ratio" "$target" \
-    "$verdict" >>"$REDIS_TABLE"
-}
+redis_line() { ratio_line "$REDIS_JSON" "$REDIS_TABLE" "$@"; }
 
 redis_main() {
   local m
@@ -120,7 +109,7 @@ redis_main() {
   cat "$REDIS_JSON"
   echo
   echo "ditask over Redis vs plain hiredis, median of $RUNS_TEXT (one redis-server, loopback, $(nproc) cores):"
-  printf '%-24s %12s %-26s %12s %7s  %-7s %s\n' figure ditask baseline value ratio target result
+  ratio_header
   cat "$REDIS_TABLE"
   rm -f "$REDIS_JSON" "$REDIS_TABLE"
 }

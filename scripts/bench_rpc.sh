@@ -57,19 +57,7 @@ rpc_measure() {
 }
 
 # rpc_line FIGURE UNIT VALUE BASELINE_NAME BASELINE TARGET: one JSON line and one table row.
-rpc_line() {
-  local figure=$1 unit=$2 value=$3 bname=$4 base=$5 target=$6 ratio met
-  ratio=$(fratio "$value" "$base")
-  met=$(meets "$target" "$ratio" "$value")
-  printf '{"figure":"%s","unit":"%s","ditask":%s,"baseline":"%s","baseline_value":%s,"ratio":%s,"target":%s,"met":%s,"runs":%s}\n' \
-    "$figure" "$unit" "$value" "$bname" "$base" "$ratio" \
-    "$([[ $target == - ]] && echo null || echo "\"$target\"")" "$met" "$RUNS" >>"$RPC_JSON"
-  local verdict="(no target)"
-  [[ $met == true ]] && verdict=met
-  [[ $met == false ]] && verdict="NOT met"
-  printf '%-28s %12s %-22s %12s %7s  %-7s %s\n' "$figure ($unit)" "$value" "$bname" "$base" "$ratio" "$target" \
-    "$verdict" >>"$RPC_TABLE"
-}
+rpc_line() { ratio_line "$RPC_JSON" "$RPC_TABLE" "$@"; }
 
 rpc_main() {
   local m k
@@ -106,7 +94,7 @@ rpc_main() {
   cat "$RPC_JSON"
   echo
   echo "ditask rpc vs the mesh's own events and raw Asio, median of $RUNS_TEXT (tcp, $(nproc) cores):"
-  printf '%-28s %12s %-22s %12s %7s  %-7s %s\n' figure ditask baseline value ratio target result
+  ratio_header
   cat "$RPC_TABLE"
   rm -f "$RPC_JSON" "$RPC_TABLE"
 }
