@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+// The biggraph job's servers, each an ordinary worker whose role is a server and which speaks
+// RPC: the lock server (edge buckets), partition servers (the embeddings of partitions not in
+// use) and parameter servers (the relation operators, pushed and pulled asynchronously).
+#include <condition_variable>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <mutex>
+
+#include <ditask/ditask.hpp>
+
+#include "bucket_lock.hpp"
+#include "job.hpp"
+
+namespace biggraph {
+
+namespace {
+
+// Returns once the job's trainer 0 says it is over (kShutdown).
+void serve_until_shutdown() {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool over = false;
+  auto& task = ditask::task();
+  task.on(kShutdown, [&] {
+    {
+      std::lock_guard lock(mutex);
+      over = true;
+    }
+    changed.notify_all();
+  });
+  task.ready();
+  std::unique_lock lock(mutex);
+  changed.wait(lock, [&] { return over; });
+}
+
+}  // namespace
+
+void run_lock_server(const JobData& data) {
+  BucketLock lock(data.params.partitions);
+  auto& rpc = ditask::rpc();
+  // Each trainer's calls run on its own serving thread: a trainer waiting here blocks no other.
+  rpc.define(kAcquire, [&lock](std::int64_t trainer) -> nlohmann::json {
+    const auto grant = lock.acquire_wait(trainer, std::chrono::seconds(5));
+    if (grant.bucket) {
+      return {{"lhs", grant.bucket->lhs}, {"rhs", grant.bucket->rhs}};
+    }
+    return {{"done", grant.epoch_done}};
+  });
+  rpc.define(kRelease, [&lock](std::int64_t trainer, int lhs, int rhs) { lock.release(trainer, Bucket{lhs, rhs}); });
+  rpc.define(kAbandon, [&lock](std::int64_t trainer) { lock.trainer_left(trainer); });
+  rpc.define(kNextEpoch, [&lock] { lock.next_epoch(); });
+  // A trainer that dies gives its bucket back (a restart or another trainer trains it).
+  auto& task = ditask::task();
+  auto running = task.start();
+  task.on(ditask::events::peer_left, [&lock](const ditask::Kwargs& kw) { lock.trainer_left(kw.get<std::int64_t>("node_id")); });
+  serve_until_shutdown();
+}
+
+void run_partition_server(const JobData& data) {
+  const auto& p = data.params;
+  std::mutex mutex;
+  std::map<int, std::vector<std::uint8_t>> tables;  // guarded by mutex: partition -> its table's bytes
+  const char* attempt = std::getenv("DITASK_ATTEMPT");  // a restart's partitions are new
+  const bool restarted = attempt != nullptr && std::string(attempt) != "0";
+  bool told = false;
+  std::int64_t gets = 0;  // guarded by mutex
+  auto& rpc = ditask::rpc();
+  rpc.define(kGet, [&](int partition) {
+    std::lock_guard lock(mutex);
+    if (!restarted && p.die_at_get > 0 && ++gets == p.die_at_get) {
+      std::cout << "partition server node " << ditask::task().router().node_id() << ": dying at get " << gets
+                << " (die_at_get)" << std::endl;
+      std::_Exit(3);  // a crash mid-epoch: the test of --auto-recover (docs/biggraph.md)
+    }
+    auto it = tables.find(partition);
+    if (it == tables.end()) {
+      if (restarted && !told) {
+        told = true;
+        std::cout << "partition server node " << ditask::task().router().node_id()
+                  << " restarted: its partitions start again from random (their training so far is lost)" << std::endl;
+      }
+      const auto rows = data.parts.sizes[static_cast<std::size_t>(partition)];
+      it = tables.emplace(partition, PartitionTable::random(partition, rows, p.train, p.seed).to_bytes()).first;
+    }
+    return it->second;
+  });
+  rpc.define(kPut, [&](int partition, std::vector<std::uint8_t> bytes) {
+    std::lock_guard lock(mutex);
+    tables[partition] = std::move(bytes);
+  });
+  auto running = ditask::task().start();
+  serve_until_shutdown();
+}
+
+void run_parameter_server(const JobData& data) {
+  const auto& p = data.params;
+  std::mutex mutex;
+  std::map<int, Relation> relations;  // guarded by mutex: the relations this server holds
+  auto relation = [&](int r) -> Relation& {
+    auto it = relations.find(r);
+    if (it == relations.end()) {
+      it = relations.emplace(r, Relation(p.train.dim)).first;
+    }
+    return it->second;
+  };
+  auto& rpc = ditask::rpc();
+  rpc.define(kPull, [&](int r) {
+    std::lock_guard lock(mutex);
+    return float_bytes(relation(r).vector);
+  });
+  rpc.define(kPush, [&](int r, std::vector<std::uint8_t> gradient) {
+    std::lock_guard lock(mutex);
+    relation(r).apply(bytes_floats(gradient), p.train.learning_rate);
+  });
+  auto running = ditask::task().start();
+  serve_until_shutdown();
+}
+
+void run_idle() {
+  auto running = ditask::task().start();
+  serve_until_shutdown();
+}
+
+}  // namespace biggraph
