@@ -88,7 +88,7 @@ contents() { dpkg-deb -c "$1" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./||' | s
 contents "$deb" >"$work_dir/ditask.files"
 contents "$dev_deb" >"$work_dir/ditask-dev.files"
 # Every file belongs where this says (cmake/DitaskInstall.cmake's components).
-runtime_re='^usr/(bin/ditask|lib/libditask_runtime\.so\.[0-9.]+|lib/ditask/plugins/lib[a-z_]+\.so|share/ditask/configs/[^/]+\.json)$'
+runtime_re='^usr/(bin/ditask|lib/libditask_runtime\.so\.[0-9.]+|lib/ditask/plugins/lib[a-z_]+\.so|lib/ditask/plugins/biggraph/[a-z0-9_]+\.tsv\.gz|share/ditask/configs/[^/]+\.json)$'
 dev_re='^usr/(include/ditask/.+\.hpp|lib/libditask_runtime\.so|lib/libditask_launcher\.a|lib/cmake/ditask/[^/]+\.cmake)$'
 stray="$(grep -Ev "$runtime_re" "$work_dir/ditask.files" || true)"
 [[ -z "$stray" ]] || fail "files in ditask that belong elsewhere: $stray"
@@ -104,6 +104,7 @@ need() {
   done
 }
 need ditask usr/bin/ditask usr/lib/ditask/plugins/libgreeting.so usr/lib/ditask/plugins/libecho_env.so \
+  usr/lib/ditask/plugins/libbiggraph.so usr/lib/ditask/plugins/biggraph/debian12_deps.tsv.gz \
   "usr/lib/libditask_runtime\.so\.${version//./\\.}"
 grep -q '^usr/share/ditask/configs/.*\.json$' "$work_dir/ditask.files" || fail "ditask has no configs"
 need ditask-dev usr/include/ditask/ditask.hpp usr/include/ditask/launcher/parallel.hpp \
