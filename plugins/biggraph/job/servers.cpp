@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include <ditask/ditask.hpp>
@@ -17,22 +18,28 @@ namespace biggraph {
 
 namespace {
 
-// Returns once the job's trainer 0 says it is over (kShutdown).
+// Returns once the job's trainer 0 says it is over (kShutdown). The handler shares the state
+// (it may run after this returns) and wakes the wait under the lock, so the wait cannot end and
+// destroy what the handler still touches.
 void serve_until_shutdown() {
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool over = false;
+  struct State {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool over = false;
+  };
+  auto state = std::make_shared<State>();
   auto& task = ditask::task();
-  task.on(kShutdown, [&] {
-    {
-      std::lock_guard lock(mutex);
-      over = true;
-    }
-    changed.notify_all();
+  const auto id = task.on(kShutdown, [state] {
+    std::lock_guard lock(state->mutex);
+    state->over = true;
+    state->changed.notify_all();
   });
   task.ready();
-  std::unique_lock lock(mutex);
-  changed.wait(lock, [&] { return over; });
+  {
+    std::unique_lock lock(state->mutex);
+    state->changed.wait(lock, [&] { return state->over; });
+  }
+  task.off(kShutdown, id);
 }
 
 }  // namespace
