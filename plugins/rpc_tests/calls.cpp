@@ -163,6 +163,7 @@ DITASK_MAIN(rpc_many) {
     result("served=" + std::to_string(served.load()) + " out_of_order=" + std::to_string(out_of_order.load()));
     return;
   }
+  rpc_tests::FinishWatch finish;  // node 0 may end as soon as this caller's done is answered
   std::vector<ditask::Future<std::int64_t>> futures;
   futures.reserve(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
@@ -175,7 +176,7 @@ DITASK_MAIN(rpc_many) {
   }
   rpc.call(0, "done");
   result("answered=" + std::to_string(values.size()) + " wrong=" + std::to_string(wrong));
-  serve_until_finish();
+  serve_until_finish(finish);
 }
 
 // Node 0 calls node 1's play(steps), which calls node 0's act(i) back for every step while

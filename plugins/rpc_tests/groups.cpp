@@ -101,6 +101,7 @@ DITASK_MAIN(groups_member_dies) {
   Shared<int> entering;
   Shared<bool> rejoined;
   auto running = task.start();
+  rpc_tests::FinishWatch finish;  // from here: the driver may finish before this node waits for it
   task.on("entering", [&] { entering.update([](int& n) { ++n; }); });
   task.on(ditask::events::peer_joined, [&](const ditask::Kwargs& kw) {
     if (kw.get<std::int64_t>("node_id") == victim && kw.get<std::int64_t>("attempt") == 1) {
@@ -112,7 +113,7 @@ DITASK_MAIN(groups_member_dies) {
       task.ready();  // the restart forms the group anew with the others
       const auto sum = task.group("trainer").all_reduce({static_cast<double>(node_id())});
       result("renewed=" + numbers_text(sum));
-      rpc_tests::serve_until_finish();  // the others end the job
+      finish.wait();  // the others end the job
       return;
     }
     task.ready();
@@ -131,6 +132,6 @@ DITASK_MAIN(groups_member_dies) {
   result("error=" + error + " renewed=" + numbers_text(sum));
   const std::int64_t driver = victim == 0 ? 1 : 0;
   if (node_id() != driver) {
-    rpc_tests::serve_until_finish();  // the driver's stop ends the job
+    finish.wait();  // the driver's stop ends the job
   }
 }

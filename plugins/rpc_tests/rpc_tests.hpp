@@ -25,12 +25,19 @@ class FinishWatch {
   ditask::Waiter finish_;
 };
 
-/// Serves calls until the driving node's task stops (its finish broadcast).
-/// Errors: std::runtime_error after 2 minutes without it.
-inline void serve_until_finish() {
-  FinishWatch finish;
+/// Serves calls until the driving node's task stops (its finish broadcast), caught by `finish`
+/// (made before anything the driver may outlast). Errors: std::runtime_error after 2 minutes
+/// without it.
+inline void serve_until_finish(FinishWatch& finish) {
   ditask::task().ready();
   finish.wait();
+}
+
+/// serve_until_finish() with a watch made now: only right after start(), before this node did
+/// anything that lets the driver end.
+inline void serve_until_finish() {
+  FinishWatch finish;
+  serve_until_finish(finish);
 }
 
 }  // namespace rpc_tests
