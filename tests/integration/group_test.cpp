@@ -50,7 +50,7 @@ TEST_CASE("groups: 1,000 barriers in a row, then a sum, on every member", "[grou
   }
 }
 
-TEST_CASE("groups: a member that dies mid-barrier fails it on every other member, naming the member; "
+TEST_CASE("groups: a member that dies mid-barrier fails it on every other member, naming the member, "
           "the group formed anew with its restart works",
           "[groups][integration][redis]") {
   const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");

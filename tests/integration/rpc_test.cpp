@@ -106,7 +106,7 @@ TEST_CASE("rpc: a timed-out call fails with timeout and its late answer is dropp
         "timeout with Callee(node).within(ms) or rpc().set_default_timeout(ms) late=1 timed_out=1 after=5 long=7");
 }
 
-TEST_CASE("rpc: a callee that dies mid-call fails the call with node_left; its restart serves new calls",
+TEST_CASE("rpc: a callee that dies mid-call fails the call with node_left, its restart serves new calls",
           "[rpc][integration][redis]") {
   const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
   CAPTURE(transport);

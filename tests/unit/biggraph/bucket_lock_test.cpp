@@ -18,7 +18,7 @@ namespace biggraph_test {  // a unity batch shares one translation unit: names o
 using biggraph::Bucket;
 using biggraph::BucketLock;
 
-TEST_CASE("bucket lock: buckets never share a held partition; each once per epoch; misuse is refused",
+TEST_CASE("bucket lock: buckets never share a held partition, each once per epoch, misuse is refused",
           "[biggraph][unit]") {
   CHECK_THROWS_AS(BucketLock(0), std::invalid_argument);
   BucketLock lock(3);

@@ -56,7 +56,7 @@ TEST_CASE("biggraph data: edge lists, the block model, partitions and held-out e
   CHECK(split.test.size() < 150);
 }
 
-TEST_CASE("biggraph model: partition tables round-trip as bytes; a bad size is refused", "[biggraph][unit]") {
+TEST_CASE("biggraph model: partition tables round-trip as bytes, a bad size is refused", "[biggraph][unit]") {
   TrainConfig cfg;
   cfg.dim = 8;
   const auto t = PartitionTable::random(2, 5, cfg, 9);

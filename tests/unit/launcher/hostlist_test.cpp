@@ -28,7 +28,7 @@ TEST_CASE("hostlist: the reference vectors DI-engine's parser gets wrong", "[lau
   CHECK(expand_hostlist("n[001,010-011]") == Strings{"n001", "n010", "n011"});
 }
 
-TEST_CASE("hostlist: zero padding follows the low bound; lists, suffixes, duplicates and blanks", "[launcher][hostlist]") {
+TEST_CASE("hostlist: zero padding follows the low bound, lists, suffixes, duplicates and blanks", "[launcher][hostlist]") {
   CHECK(expand_hostlist("n[8-10]") == Strings{"n8", "n9", "n10"});
   CHECK(expand_hostlist("n[08-10]") == Strings{"n08", "n09", "n10"});
   CHECK(expand_hostlist("n[098-102]") == Strings{"n098", "n099", "n100", "n101", "n102"});

@@ -63,7 +63,7 @@ TEST_CASE("roles: malformed text is an error quoting it", "[launcher][roles]") {
   CHECK_THAT(error_of([] { parse_roles("x"); }).hint(), Catch::Contains("learner:0,evaluator:1,collector:2-"));
 }
 
-TEST_CASE("roles: the plan gives each worker its roles and DITASK_ROLES; --dry-run shows them", "[launcher][roles]") {
+TEST_CASE("roles: the plan gives each worker its roles and DITASK_ROLES, --dry-run shows them", "[launcher][roles]") {
   ditask::launcher::Options o;
   o.package = "./libfoo.so";
   o.parallel_workers = 4;

@@ -296,7 +296,7 @@ TEST_CASE("supervision: a job that ends before its timeout has no timeout", "[su
   CHECK(job.rules.exit_code() == 0);
 }
 
-TEST_CASE("supervision: SIGINT stops every worker; a second SIGINT kills them", "[supervision]") {
+TEST_CASE("supervision: SIGINT stops every worker, a second SIGINT kills them", "[supervision]") {
   Job job(2);
   job.rules.start();
   job.rules.on_stop_signal(SIGINT);

@@ -117,7 +117,7 @@ TEST_CASE("find returns a pointer to the value, or nullptr", "[context]") {
   CHECK(ctx.get<std::string>("name") == "ppo");
 }
 
-TEST_CASE("set replaces any earlier value; keys are sorted; erase removes", "[context]") {
+TEST_CASE("set replaces any earlier value, keys are sorted, erase removes", "[context]") {
   ditask::Context ctx;
   CHECK(ctx.keys().empty());
   ctx.set("b", 1);

@@ -376,7 +376,7 @@ TEST_CASE("emits from two threads each arrive in their own order", "[task][event
   CHECK(got[1] == expected);
 }
 
-TEST_CASE("emit_local reaches local handlers; emit_remote is a no-op while the router is inactive",
+TEST_CASE("emit_local reaches local handlers, emit_remote is a no-op while the router is inactive",
           "[task][events]") {
   auto& task = ditask::task();
   REQUIRE_FALSE(task.router().is_active());

@@ -47,7 +47,7 @@ ditask::PeerInfo peer(std::int64_t node, std::int64_t attempt) {
 
 }  // namespace
 
-TEST_CASE("finish barrier: a peer's own finish counts; relayed, local and other events do not", "[finish]") {
+TEST_CASE("finish barrier: a peer's own finish counts, relayed, local and other events do not", "[finish]") {
   std::vector<RemoteEvent> batch;
   batch.push_back(event_from("finish", 1, 0));
   batch.push_back(event_from("finish", 2, 0, true, true));  // relayed by a hub for node 2

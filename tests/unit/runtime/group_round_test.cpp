@@ -51,7 +51,7 @@ TEST_CASE("group round: an all-reduce sums, maxes and mins element by element on
   }
 }
 
-TEST_CASE("group round: a broadcast gives the root's value; a barrier gives nothing", "[groups][unit]") {
+TEST_CASE("group round: a broadcast gives the root's value, a barrier gives nothing", "[groups][unit]") {
   GroupRound b(arrival_of("broadcast", nullptr, "sum", 1));
   CHECK_FALSE(b.add(8, arrival_of("broadcast", "c", "sum", 1)));
   CHECK_FALSE(b.add(3, arrival_of("broadcast", "a", "sum", 1)));
@@ -157,7 +157,7 @@ TEST_CASE("group hub: a coordinator that restarted since the group formed refuse
   CHECK(hub.arrive("g", 1, 5, current, std::chrono::milliseconds(1))["kind"] == "timeout");
 }
 
-TEST_CASE("group hub: after a member's restart the group formed anew with it works; the old one stays failed",
+TEST_CASE("group hub: after a member's restart the group formed anew with it works, the old one stays failed",
           "[groups][unit]") {
   GroupHub hub;
   hub.node_left(8, 0, "connection lost");  // node 8's first incarnation left

@@ -35,7 +35,7 @@ std::vector<ditask::detail::RemoteEvent> inbox_events(const std::vector<std::str
 
 }  // namespace
 
-TEST_CASE("inbox: events before the first attach wait for it, in order; later ones go straight through",
+TEST_CASE("inbox: events before the first attach wait for it, in order, later ones go straight through",
           "[inbox][unit]") {
   ditask::detail::Inbox inbox;
   auto receipt = std::make_shared<RecordingReceipt>();

@@ -385,7 +385,7 @@ TEST_CASE("task over the mesh: a peer's finish with a reason that is not a strin
   ditask::detail::RouterAccess::deactivate(task.router());
 }
 
-TEST_CASE("mesh: only a relaying hub's relayed flag counts; from another peer the sender is that peer", "[mesh][meta]") {
+TEST_CASE("mesh: only a relaying hub's relayed flag counts, from another peer the sender is that peer", "[mesh][meta]") {
   const std::vector<Listener> nodes{tcp_listener()};
   Inbox inbox(true);
   mesh::Mesh m(settings_for(0, nodes));

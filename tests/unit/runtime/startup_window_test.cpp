@@ -145,7 +145,7 @@ TEST_CASE("startup window: waiters take kept events one at a time and do not end
   bus->stop();
 }
 
-TEST_CASE("startup window: ready ends it; what no handler saw is counted once, later handlers see new events only",
+TEST_CASE("startup window: ready ends it, what no handler saw is counted once, later handlers see new events only",
           "[events][window]") {
   auto bus = started_bus();
   auto receipt = std::make_shared<CountingReceipt>();
