@@ -70,3 +70,48 @@ DITASK_MAIN(outage) {
   task.emit_to_node(0, "last", sent);
   result("sent=" + std::to_string(sent));
 }
+
+// Two workers; a reader that stops (the test SIGSTOPs node 0 once both printed their pid): node 1
+// waits for SIGUSR1, then emits count=N blobs of size=S bytes to node 0 as fast as it can. Over
+// Redis the sender may have only a window of bytes on their way that node 0 has not read, so a
+// stopped reader holds the sender back instead of Redis closing the reader's subscription.
+// Node 0: "RESULT received=R bytes=B corrupt=C lost=L"; node 1: "RESULT sent=N".
+DITASK_MAIN(stalled_reader) {
+  auto& task = ditask::task();
+  const Params params;
+  const auto count = params.num("count", 48);
+  const auto size = static_cast<std::size_t>(params.num("size", 1 << 20));
+  struct State {
+    std::int64_t received = 0;
+    std::int64_t corrupt = 0;
+    std::uint64_t bytes = 0;
+    bool go = false;
+  };
+  Shared<State> state;
+  auto running = task.start();
+  if (node_id() == 1) {
+    task.on("SIGUSR1", [&state]() { state.update([](State& s) { s.go = true; }); });
+    task.ready();
+    say("WAITING", "pid=" + std::to_string(::getpid()));
+    state.wait([](const State& s) { return s.go; }, "SIGUSR1", std::chrono::minutes(3));
+    for (std::int64_t i = 0; i < count; ++i) {
+      task.emit_to_node(0, "blob", i, pattern_bytes(i, size));
+    }
+    result("sent=" + std::to_string(count));
+    return;
+  }
+  task.on("blob", [&state, size](std::int64_t i, std::vector<std::uint8_t> blob) {
+    const bool ok = is_pattern(blob, i, size);
+    state.update([&](State& s) {
+      ++s.received;
+      s.corrupt += ok ? 0 : 1;
+      s.bytes += blob.size();
+    });
+  });
+  task.ready();
+  say("READING", "pid=" + std::to_string(::getpid()));
+  state.wait([count](const State& s) { return s.received >= count; }, "every blob", std::chrono::minutes(3));
+  const auto s = state.get();
+  result("received=" + std::to_string(s.received) + " bytes=" + std::to_string(s.bytes) +
+         " corrupt=" + std::to_string(s.corrupt) + " lost=" + std::to_string(task.router().stats().lost));
+}

@@ -3,8 +3,10 @@
 // scoping, a restart of Redis mid-run, logins, an unreachable server, launchers that share a
 // run). The event semantics shared with the mesh run over both transports in mesh_test.cpp and
 // mesh_delivery_test.cpp.
+#include <algorithm>
 #include <csignal>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -31,6 +33,27 @@ std::vector<std::string> over_redis(const RedisServer& redis, std::vector<std::s
   return args;
 }
 
+// What Redis sees: how many clients subscribe to a channel (CLIENT LIST), and how many bytes it
+// has read from all its clients (INFO stats).
+struct RedisTraffic {
+  int subscribers = 0;
+  std::size_t bytes_in = 0;
+};
+
+RedisTraffic redis_traffic(const RedisServer& redis) {
+  RedisTraffic out;
+  for (const auto& line : split_lines(redis.ask("CLIENT LIST"))) {
+    const auto at = line.find(" sub=");
+    out.subscribers += at != std::string::npos && std::stoi(line.substr(at + 5)) > 0 ? 1 : 0;
+  }
+  for (const auto& line : split_lines(redis.ask("INFO stats"))) {
+    if (line.rfind("total_net_input_bytes:", 0) == 0) {
+      out.bytes_in = std::stoull(line.substr(22));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("redis: two runs on one Redis at once never see each other's events", "[redis][integration]") {
@@ -51,7 +74,7 @@ TEST_CASE("redis: two runs on one Redis at once never see each other's events", 
   CHECK_THAT(ra.err + rb.err, !Contains("another process says it is node"));
 }
 
-TEST_CASE("redis: launchers that share --run-id form one job; finish reaches every node",
+TEST_CASE("redis: launchers that share --run-id form one job, finish reaches every node",
           "[redis][integration]") {
   RedisServer redis;
   DitaskProcess a;
@@ -79,7 +102,9 @@ TEST_CASE("redis: Redis restarted mid-run: every event is delivered or counted l
   redis.restart();  // killed (everything it held is gone) and started again on its port
   // Each worker reports the loss and, once it has logged in and announced itself again, the
   // reconnect; node 1 keeps emitting throughout.
-  REQUIRE(p.wait_for_line("reconnected to Redis at 127.0.0.1:" + redis.port_text(), 60s, 2));
+  const bool reconnected = p.wait_for_line("reconnected to Redis at 127.0.0.1:" + redis.port_text(), 60s, 2);
+  INFO("stdout so far:\n" << p.out() << "\nstderr so far:\n" << p.err());
+  REQUIRE(reconnected);
   const auto senders = numbers_after(p.out(), "[node 1] SENDING pid=");
   REQUIRE(senders.size() == 1);
   REQUIRE(::kill(senders[0], SIGUSR1) == 0);
@@ -98,7 +123,7 @@ TEST_CASE("redis: Redis restarted mid-run: every event is delivered or counted l
   }
 }
 
-TEST_CASE("redis: a wrong password fails the job at once with Redis's refusal; the right one works",
+TEST_CASE("redis: a wrong password fails the job at once with Redis's refusal, the right one works",
           "[redis][integration][bad-input]") {
   RedisServer redis("right-password");
   auto wrong = run_ditask(over_redis(redis, mesh_args("ping", 2, {"--redis-password", "wrong"})), 60s);
@@ -132,7 +157,7 @@ TEST_CASE("redis: an unreachable Redis fails start-up within --startup-timeout, 
   CHECK_THAT(r.err, Contains("ditask: hint: start redis-server there"));
 }
 
-TEST_CASE("redis: a peer is sent only the events it handles, following on() and off(); the mesh sends all",
+TEST_CASE("redis: a peer is sent only the events it handles, following on() and off(), the mesh sends all",
           "[redis][integration]") {
   const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
   CAPTURE(transport);
@@ -149,4 +174,42 @@ TEST_CASE("redis: a peer is sent only the events it handles, following on() and 
     CHECK(result_of(r.out, 1) == "wanted=50 late=10 received=63 unhandled=0");
     CHECK(result_of(r.out, 0) == "received=3 unhandled=60");
   }
+}
+
+TEST_CASE("redis: a stopped reader holds its sender back to a window, Redis never closes its subscription",
+          "[redis][integration]") {
+  // Redis closes a subscriber whose output buffer passes 8 MB: a sender without a window to its
+  // reader (48 MiB as fast as it can) would pass it at once while the reader is stopped.
+  RedisServer redis({}, {"--client-output-buffer-limit", "pubsub 8mb 8mb 0"});
+  DitaskProcess p;
+  p.start(over_redis(redis, mesh_args("stalled_reader", 2), {"count=48", "size=1048576"}));
+  p.require_line("[node 0] READING pid=", 60s);
+  p.require_line("[node 1] WAITING pid=", 60s);
+  const auto readers = numbers_after(p.out(), "[node 0] READING pid=");
+  const auto senders = numbers_after(p.out(), "[node 1] WAITING pid=");
+  REQUIRE(readers.size() == 1);
+  REQUIRE(senders.size() == 1);
+  REQUIRE(::kill(readers[0], SIGSTOP) == 0);
+  REQUIRE(::kill(senders[0], SIGUSR1) == 0);
+  // What node 1 sends grows until it waits for the reader, then stays (or, with no window,
+  // Redis closes the reader's subscription).
+  RedisTraffic seen = redis_traffic(redis);
+  for (int polls = 0; polls < 3000; ++polls) {
+    std::this_thread::sleep_for(20ms);
+    const auto now = redis_traffic(redis);
+    const bool waits = now.bytes_in >= (3u << 20) && now.bytes_in - seen.bytes_in < (256u << 10);
+    seen = now;
+    if (now.subscribers < 2 || waits) {  // one subscribing client per worker
+      break;
+    }
+  }
+  REQUIRE(::kill(readers[0], SIGCONT) == 0);
+  auto r = p.wait(120s);
+  INFO(describe(r) << "\nsubscribers=" << seen.subscribers << " bytes into Redis=" << seen.bytes_in);
+  CHECK(seen.subscribers == 2);
+  CHECK(seen.bytes_in <= (5u << 20));  // the 4 MiB window, the frames' framing and the workers' own commands
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) == "received=48 bytes=50331648 corrupt=0 lost=0");
+  CHECK(result_of(r.out, 1) == "sent=48");
+  CHECK(lines_with(r.err, "lost the connection").empty());
 }

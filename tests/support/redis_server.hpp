@@ -27,8 +27,10 @@ namespace ditask::test {
 
 class RedisServer {
  public:
-  /// Starts one; `password` (when not empty) is its requirepass. REQUIREs that it answers.
-  explicit RedisServer(std::string password = {}) : password_(std::move(password)) {
+  /// Starts one; `password` (when not empty) is its requirepass; `config` more options (e.g.
+  /// {"--client-output-buffer-limit", "pubsub 8mb 8mb 0"}). REQUIREs that it answers.
+  explicit RedisServer(std::string password = {}, std::vector<std::string> config = {})
+      : password_(std::move(password)), config_(std::move(config)) {
     for (int tries = 0; tries < 5 && pid_ <= 0; ++tries) {
       port_ = free_port();
       start();
@@ -63,7 +65,50 @@ class RedisServer {
     REQUIRE(pid_ > 0);
   }
 
+  /// Sends one inline command (e.g. "CLIENT LIST") and returns its reply's text: a bulk
+  /// string's contents, or the status/error line. Without a password only.
+  std::string ask(const std::string& command) const {
+    const int fd = connect_to_it();
+    std::string in;
+    const std::string line = command + "\r\n";
+    if (fd >= 0 && ::send(fd, line.data(), line.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(line.size())) {
+      char buf[4096];
+      std::size_t need = 0;  // bytes of the whole reply, once its first line is in
+      while (need == 0 || in.size() < need) {
+        const auto n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) {
+          break;
+        }
+        in.append(buf, static_cast<std::size_t>(n));
+        if (const auto eol = in.find("\r\n"); need == 0 && eol != std::string::npos) {
+          need = in[0] == '$' ? eol + 2 + std::stoul(in.substr(1, eol - 1)) + 2 : eol + 2;
+        }
+      }
+      const auto eol = in.find("\r\n");
+      if (eol != std::string::npos) {
+        in = in[0] == '$' ? in.substr(eol + 2, need - eol - 4) : in.substr(1, eol - 1);
+      }
+    }
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    return in;
+  }
+
  private:
+  // A connected socket to it, or -1.
+  int connect_to_it() const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(port_));
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
   // Spawns redis-server and waits until it answers a PING, or until it exits (pid_ stays -1).
   void start() {
     std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
@@ -72,6 +117,7 @@ class RedisServer {
     if (!password_.empty()) {
       args.insert(args.end(), {"--requirepass", password_});
     }
+    args.insert(args.end(), config_.begin(), config_.end());
     std::vector<char*> argv;
     for (auto& a : args) {
       argv.push_back(a.data());
@@ -99,23 +145,21 @@ class RedisServer {
   }
   // True when something on the port answers "PING" the way Redis does.
   bool answers() const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<std::uint16_t>(port_));
+    const int fd = connect_to_it();
     bool ok = false;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-        ::send(fd, "PING\r\n", 6, MSG_NOSIGNAL) == 6) {
+    if (fd >= 0 && ::send(fd, "PING\r\n", 6, MSG_NOSIGNAL) == 6) {
       char reply[64] = {};
       const auto n = ::recv(fd, reply, sizeof reply - 1, 0);
       ok = n > 0 && (reply[0] == '+' || reply[0] == '-');  // +PONG, or -NOAUTH with a password
     }
-    ::close(fd);
+    if (fd >= 0) {
+      ::close(fd);
+    }
     return ok;
   }
 
   std::string password_;
+  std::vector<std::string> config_;
   TempDir dir_;
   int port_ = 0;
   pid_t pid_ = -1;

@@ -5,16 +5,82 @@
 
 #include "redis_client.hpp"
 
+#include <pthread.h>
+#include <signal.h>
+
+#include <array>
+#include <ctime>
+
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 namespace ditask::detail::redis {
 
+namespace {
+
+// hiredis writes with write(2), and a worker runs with SIGPIPE at its default (the launcher
+// resets it), so writing to a connection Redis has closed would kill the worker. Each write runs
+// with SIGPIPE blocked on its thread, and a SIGPIPE it raised is taken before the mask returns;
+// the write itself then fails with EPIPE and hiredis ends the connection.
+thread_local bool t_sigpipe_blocked = false;
+
+class SigpipeShield {
+ public:
+  SigpipeShield() {
+    if (t_sigpipe_blocked) {
+      return;
+    }
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+    restore_ = sigismember(&old_, SIGPIPE) == 0;
+  }
+  ~SigpipeShield() {
+    if (!restore_) {
+      return;
+    }
+    sigset_t pending;
+    sigemptyset(&pending);
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+      const timespec now{};
+      while (sigtimedwait(&pipe_, nullptr, &now) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeShield(const SigpipeShield&) = delete;
+  SigpipeShield& operator=(const SigpipeShield&) = delete;
+
+ private:
+  sigset_t pipe_{}, old_{};
+  bool restore_ = false;
+};
+
+// redisAsyncHandleWrite() without the risk of SIGPIPE.
+void write_shielded(redisAsyncContext* ctx) {
+  const SigpipeShield shield;
+  redisAsyncHandleWrite(ctx);
+}
+
+}  // namespace
+
+void block_sigpipe_on_this_thread() noexcept {
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  t_sigpipe_blocked = true;
+}
+
 /// hiredis's event hooks on one socket: a wait per direction, re-armed while hiredis wants it.
+/// Quiet (set_read_pause): the socket is not registered with the io_context at all, so a reply
+/// that comes wakes nobody; replies are read by a timer every pause while some are due, and a
+/// write the socket does not take registers it for as long as it waits.
 struct RedisClient::Watch : std::enable_shared_from_this<Watch> {
   Watch(boost::asio::io_context& io, int fd, redisAsyncContext* c, RedisClient* client)
       : descriptor(io, fd), pause_timer(io), ctx(c), owner(client) {}
@@ -23,64 +89,136 @@ struct RedisClient::Watch : std::enable_shared_from_this<Watch> {
   redisAsyncContext* ctx;
   RedisClient* owner;
   bool want_read = false, want_write = false, reading = false, writing = false, gone = false;
-  bool held = false;  // hold_writes(): a wanted write is not armed
+  bool held = false;   // hold_writes(): a wanted write is not armed
+  bool quiet = false;  // not registered: see above
+  std::array<char, 16384> input{};
   // The client's guard for the length of a handler, when it has one.
   std::unique_lock<std::recursive_mutex> lock_guard() const {
     return owner->guard_ != nullptr ? std::unique_lock<std::recursive_mutex>(*owner->guard_)
                                     : std::unique_lock<std::recursive_mutex>();
+  }
+  bool replies_due() const { return ctx->replies.head != nullptr; }
+
+  /// Leaves the io_context's watch: a pending read or write wait ends (aborted) and is re-armed
+  /// the quiet way.
+  void go_quiet() {
+    if (quiet || gone) {
+      return;
+    }
+    quiet = true;
+    boost::system::error_code ignored;
+    descriptor.cancel(ignored);  // a pending wait ends aborted and re-arms the quiet way
+    (void)descriptor.release();
+    arm_read();
+    arm_write();
   }
 
   void arm_read() {
     if (reading || gone || !want_read) {
       return;
     }
-    reading = true;
-    if (owner->read_pause_.count() > 0) {
-      // Replies wait in the socket for a moment and are read together.
+    if (quiet) {
+      if (!replies_due()) {
+        return;  // nothing to read: the next command's write arms it again
+      }
+      reading = true;
       pause_timer.expires_after(owner->read_pause_);
       pause_timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
         auto lock = self->lock_guard();
+        self->reading = false;
         if (ec || self->gone) {
-          self->reading = false;
           return;
         }
-        self->wait_readable();
+        RedisClient* client = self->owner;
+        redisAsyncHandleRead(self->ctx);  // a non-blocking read: nothing there yet is fine
+        if (!self->gone) {
+          self->arm_read();
+        }
+        if (client->after_read_) {
+          client->after_read_();
+        }
       });
       return;
     }
+    reading = true;
     wait_readable();
   }
+  // Reads into `input` and hands the bytes to hiredis's reader. A read, not a readiness wait: Asio
+  // tries it at once and otherwise waits on the registration it made once, where a wait op would
+  // re-register the socket with epoll (EPOLL_CTL_MOD) every time and wake once more for EPOLLOUT.
   void wait_readable() {
-    descriptor.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                          [self = shared_from_this()](const boost::system::error_code& ec) {
-                            auto lock = self->lock_guard();
-                            self->reading = false;
-                            if (ec || self->gone || !self->want_read) {
-                              return;
-                            }
-                            RedisClient* client = self->owner;
-                            redisAsyncHandleRead(self->ctx);  // may end the connection (gone)
-                            if (!self->gone) {
-                              self->arm_read();
-                            }
-                            if (client->after_read_) {
-                              client->after_read_();
-                            }
-                          });
+    descriptor.async_read_some(boost::asio::buffer(input),
+                               [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                                 auto lock = self->lock_guard();
+                                 self->reading = false;
+                                 if (self->gone) {
+                                   return;
+                                 }
+                                 if (ec == boost::asio::error::operation_aborted) {
+                                   self->arm_read();  // go_quiet() ended it
+                                   return;
+                                 }
+                                 RedisClient* client = self->owner;
+                                 if (n > 0) {
+                                   redisReaderFeed(self->ctx->c.reader, self->input.data(), n);
+                                 }
+                                 // Runs the replies fed; on an error or the end hiredis's own read
+                                 // finds it again and ends the connection (gone).
+                                 redisAsyncHandleRead(self->ctx);
+                                 if (!self->gone) {
+                                   self->arm_read();
+                                 }
+                                 if (client->after_read_) {
+                                   client->after_read_();
+                                 }
+                               });
   }
   void arm_write() {
     if (writing || gone || !want_write || held) {
       return;
     }
     writing = true;
+    if (quiet) {
+      // Called from inside hiredis (a command being queued): the write itself runs next.
+      boost::asio::post(owner->io_, [self = shared_from_this()] {
+        auto lock = self->lock_guard();
+        self->writing = false;
+        if (self->gone || !self->want_write || self->held) {
+          return;
+        }
+        write_shielded(self->ctx);
+        if (!self->gone && self->want_write) {
+          self->wait_writable();  // the socket is full
+        }
+      });
+      return;
+    }
+    wait_writable();
+  }
+  void wait_writable() {
+    writing = true;
+    if (quiet) {
+      boost::system::error_code ignored;
+      descriptor.assign(ctx->c.fd, ignored);  // registered while it waits
+    }
     descriptor.async_wait(boost::asio::posix::stream_descriptor::wait_write,
                           [self = shared_from_this()](const boost::system::error_code& ec) {
                             auto lock = self->lock_guard();
                             self->writing = false;
-                            if (ec || self->gone || !self->want_write) {
+                            if (self->gone) {
                               return;
                             }
-                            redisAsyncHandleWrite(self->ctx);
+                            if (self->quiet && self->descriptor.is_open()) {
+                              (void)self->descriptor.release();  // its wait is over
+                            }
+                            if (ec == boost::asio::error::operation_aborted) {
+                              self->arm_write();  // go_quiet() ended it
+                              return;
+                            }
+                            if (ec || !self->want_write) {
+                              return;
+                            }
+                            write_shielded(self->ctx);
                             if (!self->gone) {
                               self->arm_write();
                             }
@@ -245,6 +383,13 @@ bool RedisClient::subscribe(const std::string& channel, Reply message) {
   return true;
 }
 
+void RedisClient::set_read_pause(std::chrono::microseconds pause) {
+  read_pause_ = pause;
+  if (watch_ && pause.count() > 0) {
+    watch_->go_quiet();
+  }
+}
+
 void RedisClient::hold_writes() noexcept {
   if (watch_) {
     watch_->held = true;
@@ -257,7 +402,7 @@ void RedisClient::write_held() noexcept {
   }
   const auto watch = watch_;  // the context may end while writing (then watch_ is stale)
   if (ctx_ != nullptr && !watch->gone && watch->want_write) {
-    redisAsyncHandleWrite(ctx_);
+    write_shielded(ctx_);
   }
   watch->held = false;
   if (!watch->gone) {

@@ -46,10 +46,12 @@ class RedisClient {
   /// SUBSCRIBE `channel`: `message` runs with the confirmation and with every message on it
   /// (an array reply), and with null when the connection ends. False when not open.
   bool subscribe(const std::string& channel, Reply message);
-  /// Reads replies at most every `pause` instead of as they come (0: at once). For a connection
-  /// whose replies only count (PUBLISH): its io thread wakes once per pause, not per reply.
-  /// Set before open().
-  void set_read_pause(std::chrono::microseconds pause) noexcept { read_pause_ = pause; }
+  /// From now on replies are read at most every `pause`, by a timer and only while some are due,
+  /// and the socket is not watched by the io_context: a reply wakes no thread. For a connection
+  /// whose replies only count (PUBLISH). Writes go out from the thread that holds the guard
+  /// (write_held) or a posted write; one the socket does not take waits on a watch made for it.
+  /// Caller holds the guard (if any); the io_context's thread or the guard's holder only.
+  void set_read_pause(std::chrono::microseconds pause);
   /// The lock that every use of this client holds (recursive: reply callbacks issue commands).
   /// Set: other threads may use the client while they hold it too; its socket handlers take it.
   /// Set before open().
@@ -88,6 +90,10 @@ class RedisClient {
   std::recursive_mutex* guard_ = nullptr;
   std::vector<std::unique_ptr<Reply>> subscriptions_;  // their callbacks, for as long as the connection
 };
+
+/// For a thread of the transport's own: SIGPIPE stays blocked on it, so its writes need not
+/// block it each time (a write to a closed connection fails with EPIPE either way).
+void block_sigpipe_on_this_thread() noexcept;
 
 /// The text of an error reply (or "no reply"), for messages.
 std::string reply_error(const redisReply* reply);

@@ -52,7 +52,7 @@ std::optional<FrameView> decode_frame(std::span<const std::uint8_t> bytes) {
     return std::nullopt;
   }
   const std::uint8_t* at = bytes.data();
-  if (at[0] < 1 || at[0] > 3 || at[1] > 1) {
+  if (at[0] < 1 || at[0] > 4 || at[1] > 1) {
     return std::nullopt;
   }
   const std::size_t topic_size = at[26] | (static_cast<std::size_t>(at[27]) << 8);
@@ -68,6 +68,36 @@ std::optional<FrameView> decode_frame(std::span<const std::uint8_t> bytes) {
   f.topic = std::string_view(reinterpret_cast<const char*>(at + kFrameHeaderBytes), topic_size);
   f.payload = bytes.subspan(kFrameHeaderBytes + topic_size);
   return f;
+}
+
+std::vector<std::uint8_t> read_payload(std::uint64_t sender_instance) {
+  std::vector<std::uint8_t> out(8);
+  put_u64(out.data(), sender_instance);
+  return out;
+}
+
+std::optional<std::uint64_t> read_instance(std::span<const std::uint8_t> payload) noexcept {
+  if (payload.size() != 8) {
+    return std::nullopt;
+  }
+  return get_u64(payload.data());
+}
+
+void SendWindow::sent(std::uint64_t seq, std::size_t bytes) {
+  unread_.emplace_back(seq, bytes);
+  unread_bytes_ += bytes;
+}
+
+void SendWindow::read_up_to(std::uint64_t seq) noexcept {
+  while (!unread_.empty() && unread_.front().first <= seq) {
+    unread_bytes_ -= unread_.front().second;
+    unread_.pop_front();
+  }
+}
+
+void SendWindow::clear() noexcept {
+  unread_.clear();
+  unread_bytes_ = 0;
 }
 
 SequenceCheck::Outcome SequenceCheck::on_event(std::uint64_t seq) noexcept {

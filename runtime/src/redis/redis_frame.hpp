@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <utility>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,6 +21,8 @@ enum class FrameKind : std::uint8_t {
   event = 1,  ///< one event: `seq` is its number, `topic` and `payload` are set
   sync = 2,   ///< `seq` is the last event number sent so far (after a reconnect)
   bye = 3,    ///< the sender leaves; `seq` is the last event number it sent (`failed`: it failed)
+  read = 4,   ///< the receiver read (or counted as lost) every event up to `seq` of the stream whose
+              ///< sender instance is the 8-byte payload (read_payload)
 };
 
 /// A message as read. `topic` and `payload` point into the bytes it was read from.
@@ -45,6 +49,38 @@ void encode_frame(std::vector<std::uint8_t>& out, FrameKind kind, bool failed, s
 /// the end).
 std::optional<FrameView> decode_frame(std::span<const std::uint8_t> bytes);
 
+/// The payload of a `read` message: the instance of the sender whose events it counts.
+std::vector<std::uint8_t> read_payload(std::uint64_t sender_instance);
+/// The instance a `read` message's payload names; nullopt when it is not 8 bytes.
+std::optional<std::uint64_t> read_instance(std::span<const std::uint8_t> payload) noexcept;
+
+/// Bytes a sender may have on their way to one receiver that it has not said it read: below
+/// Redis's default `client-output-buffer-limit pubsub` (32 MB, or 8 MB for 60 s), so a fast
+/// sender cannot make Redis close a slow receiver's subscription. docs/redis.md.
+inline constexpr std::size_t kReadWindowBytes = 4u << 20;
+/// A receiver says what it read every this many bytes (and after a sender's sync).
+inline constexpr std::size_t kReadNoticeBytes = 1u << 20;
+
+/// The sender's side of one receiver's window: what was published to it and not yet read.
+class SendWindow {
+ public:
+  /// Event `seq` of `bytes` went out.
+  void sent(std::uint64_t seq, std::size_t bytes);
+  /// The receiver read every event up to `seq`.
+  void read_up_to(std::uint64_t seq) noexcept;
+  /// Whether `bytes` more fit in `window` (one always fits when nothing is unread).
+  bool has_room(std::size_t bytes, std::size_t window) const noexcept {
+    return unread_bytes_ == 0 || unread_bytes_ + bytes <= window;
+  }
+  std::size_t unread_bytes() const noexcept { return unread_bytes_; }
+  /// Forgets everything (a new receiver process).
+  void clear() noexcept;
+
+ private:
+  std::deque<std::pair<std::uint64_t, std::size_t>> unread_;  // (seq, bytes), oldest first
+  std::size_t unread_bytes_ = 0;
+};
+
 /// The receiver's side of one sender's numbers: which arrived in order, which never came.
 class SequenceCheck {
  public:
@@ -57,6 +93,8 @@ class SequenceCheck {
   Outcome on_event(std::uint64_t seq) noexcept;
   /// The sender says it sent `last` so far: returns how many of those never came.
   std::uint64_t on_sent_so_far(std::uint64_t last) noexcept;
+  /// The highest number seen or accounted for (what a `read` message reports).
+  std::uint64_t last() const noexcept { return last_; }
 
  private:
   std::uint64_t last_ = 0;  // the highest number seen or accounted for

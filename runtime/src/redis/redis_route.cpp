@@ -77,15 +77,32 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
     throw Error("node " + std::to_string(*target.node) + " is not a peer of node " + std::to_string(settings_.node_id),
                 known.empty() ? "no peer is connected" : "connected peers: " + known);
   }
-  // Bounded like a mesh send queue: what is on its way to Redis.
+  // Bounded like a mesh send queue: what is on its way to Redis; and per receiver, what it has
+  // not said it read (kReadWindowBytes).
   const std::size_t want = size * (joined.size() + early.size());
-  auto room = [&] { return bytes_in_flight_ == 0 || bytes_in_flight_ + want <= settings_.send_queue_bytes || shutting_down_; };
+  auto queue_room = [&] { return bytes_in_flight_ == 0 || bytes_in_flight_ + want <= settings_.send_queue_bytes; };
+  auto slow_reader = [&]() -> const Peers::Expected* {
+    for (const auto* e : joined) {
+      if (e->conn != 0 && e->slot.confirmed && !e->slot.window.has_room(size, kReadWindowBytes) &&
+          wants(e->slot.interest, event)) {
+        return e;
+      }
+    }
+    return nullptr;
+  };
+  auto room = [&] { return shutting_down_ || (queue_room() && slow_reader() == nullptr); };
   if (!room()) {
     if (settings_.drop_when_full) {
       counters_.dropped += joined.size() + early.size();
       return;
     }
     if (!changed_.wait_for(lock, settings_.send_timeout, room)) {
+      if (const auto* e = slow_reader(); e != nullptr && queue_room()) {
+        throw Error("event '" + std::string(event) + "' waited " + std::to_string(settings_.send_timeout.count()) +
+                        " ms for node " + std::to_string(*e->node) + " to read the " +
+                        std::to_string(e->slot.window.unread_bytes()) + " bytes sent to it before",
+                    "is node " + std::to_string(*e->node) + " busy in a handler? raise --send-timeout");
+      }
       throw Error("event '" + std::string(event) + "' waited " + std::to_string(settings_.send_timeout.count()) +
                       " ms for room in the queue to Redis at " + server_.where() +
                       (link_ == Link::up ? std::string() : " (not connected: " + last_error_ + ")"),
@@ -149,6 +166,7 @@ void RedisTransport::queue_locked(std::int64_t node, Slot& slot, const Held& hel
   encode_frame(out.frame, FrameKind::event, false, settings_.node_id, instance_, ++slot.sent_seq, held.topic,
                *held.payload);
   bytes_in_flight_ += out.frame.size();
+  slot.window.sent(slot.sent_seq, out.frame.size());
   outbox_.push_back(std::move(out));
   ++counters_.sent;
   if (post) {
@@ -174,7 +192,9 @@ void RedisTransport::flush() {
       return;  // kept in order for the reconnect
     }
   }
+  pub_->hold_writes();  // written here, in one go, not by one more turn of the io thread
   publish_outbox();
+  pub_->write_held();
 }
 
 void RedisTransport::publish_outbox() {
@@ -340,6 +360,7 @@ void RedisTransport::on_hello(const PeerRecord& peer, std::optional<std::set<std
     auto join = peers_.join(peer, peer.instance, "");
     Slot& slot = join.expected->slot;
     slot.sent_seq = 0;  // a new process counts from 1
+    slot.window.clear();
     slot.confirmed = true;
     slot.backlog.clear();
     slot.backlog_bytes = 0;
@@ -445,6 +466,10 @@ void RedisTransport::on_message(const redisReply* r) {
     }
     return;
   }
+  if (frame->kind == FrameKind::read) {
+    on_read_notice(*frame);
+    return;
+  }
   Incoming& in = incoming_[frame->sender];
   if (in.instance != frame->instance) {
     // Events of a process whose hello has not come (it comes first, unless this node missed it
@@ -469,7 +494,40 @@ void RedisTransport::on_message(const redisReply* r) {
   }
   if (frame->kind == FrameKind::bye) {
     leave(frame->sender, frame->instance, frame->failed ? "failed" : "bye");
+    return;
   }
+  in.unread_notice_bytes += bytes.size();
+  if (in.unread_notice_bytes >= kReadNoticeBytes || frame->kind == FrameKind::sync) {
+    in.unread_notice_bytes = 0;
+    say_read(frame->sender, in);
+  }
+}
+
+void RedisTransport::say_read(std::int64_t sender, const Incoming& in) {
+  Outgoing notice{channel_of(sender), {}, Outgoing::Kind::control};
+  encode_frame(notice.frame, FrameKind::read, false, settings_.node_id, instance_, in.check.last(), {},
+               read_payload(in.instance));
+  {
+    std::lock_guard lock(mutex_);
+    bytes_in_flight_ += notice.frame.size();
+    outbox_.push_back(std::move(notice));
+  }
+  publish_here_or_post();
+}
+
+void RedisTransport::on_read_notice(const FrameView& frame) {
+  if (read_instance(frame.payload) != instance_) {
+    return;  // about an earlier process of this node
+  }
+  {
+    std::lock_guard lock(mutex_);
+    auto* e = peers_.find_node(frame.sender);
+    if (e == nullptr || e->conn != frame.instance) {
+      return;
+    }
+    e->slot.window.read_up_to(frame.seq);
+  }
+  changed_.notify_all();
 }
 
 void RedisTransport::deliver(Incoming& in, const FrameView& frame, std::size_t bytes) {

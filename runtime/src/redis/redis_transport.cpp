@@ -94,7 +94,10 @@ RedisTransport::~RedisTransport() { shutdown(false); }
 void RedisTransport::start() {
   work_.emplace(io_.get_executor());
   boost::asio::post(io_, [this] { connect(); });
-  thread_ = std::thread([this] { io_.run(); });
+  thread_ = std::thread([this] {
+    block_sigpipe_on_this_thread();
+    io_.run();
+  });
 }
 
 std::string RedisTransport::hello_text() const {

@@ -77,6 +77,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
     std::deque<Held> backlog;  // while unconfirmed
     std::size_t backlog_bytes = 0;
     std::optional<std::set<std::string>> interest;  // the event names it handles (nullopt: all)
+    SendWindow window;  // published to it, not yet said read
   };
   struct PeerTraits {
     using Conn = std::uint64_t;  // the joined process's instance (0: none)
@@ -97,6 +98,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
     SequenceCheck check;
     std::shared_ptr<const EventMeta> meta;  // null until its hello (or the scan) told who it is
     std::vector<RemoteEvent> early;         // its events until then
+    std::size_t unread_notice_bytes = 0;    // read since this node last said so (FrameKind::read)
   };
   enum class Link { down, connecting, up, closing };
 
@@ -121,6 +123,10 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   // ---- io thread: peers and events (redis_route.cpp) ----
   void on_control(const redisReply* reply);
   void on_message(const redisReply* reply);
+  // Tells `sender` what of its events this node read (or counted as lost).
+  void say_read(std::int64_t sender, const Incoming& in);
+  // A receiver's FrameKind::read: its window opens.
+  void on_read_notice(const FrameView& frame);
   void on_hello_text(std::string_view text);
   void on_hello(const PeerRecord& peer, std::optional<std::set<std::string>> interest);
   // A peer's new interest (set_interest on its side).

@@ -80,3 +80,42 @@ TEST_CASE("redis frame: a receiver's count of one sender's numbers names exactly
   CHECK(check.on_event(9).missing == 0);
   CHECK(check.on_sent_so_far(2) == 0);
 }
+
+TEST_CASE("redis frame: a read notice names the sender instance it counts for", "[redis][unit]") {
+  using ditask::detail::redis::read_instance;
+  using ditask::detail::redis::read_payload;
+  std::vector<std::uint8_t> out;
+  encode_frame(out, FrameKind::read, false, 4, 77, 12345, {}, read_payload(0x0102030405060708ULL));
+  const auto f = decode_frame(out);
+  REQUIRE(f);
+  CHECK(f->kind == FrameKind::read);
+  CHECK(f->sender == 4);
+  CHECK(f->instance == 77);
+  CHECK(f->seq == 12345);
+  CHECK(read_instance(f->payload) == 0x0102030405060708ULL);
+  const std::vector<std::uint8_t> short_payload{1, 2, 3};
+  CHECK_FALSE(read_instance(short_payload));
+}
+
+TEST_CASE("redis frame: a sender's window to one receiver opens as the receiver says what it read",
+          "[redis][unit]") {
+  using ditask::detail::redis::SendWindow;
+  SendWindow w;
+  CHECK(w.has_room(100, 10));  // nothing unread: one always goes, however large
+  w.sent(1, 6);
+  CHECK(w.has_room(4, 10));
+  CHECK_FALSE(w.has_room(5, 10));
+  w.sent(2, 4);
+  CHECK(w.unread_bytes() == 10);
+  w.read_up_to(1);
+  CHECK(w.unread_bytes() == 4);
+  CHECK(w.has_room(6, 10));
+  w.read_up_to(1);  // said again: nothing changes
+  CHECK(w.unread_bytes() == 4);
+  w.sent(3, 5);
+  w.read_up_to(7);  // numbers past the last sent (counted as lost on the way): all read
+  CHECK(w.unread_bytes() == 0);
+  w.sent(8, 3);
+  w.clear();  // a new receiver process
+  CHECK(w.unread_bytes() == 0);
+}
