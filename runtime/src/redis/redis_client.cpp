@@ -7,10 +7,14 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <ctime>
 
+extern "C" {
+#include <hiredis/sds.h>  // no extern "C" of its own (and hiredis.h includes it outside its own)
+}
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
@@ -61,9 +65,23 @@ class SigpipeShield {
   bool restore_ = false;
 };
 
-// redisAsyncHandleWrite() without the risk of SIGPIPE.
+// redisAsyncHandleWrite() without the risk of SIGPIPE: what hiredis has to write goes out with
+// send(MSG_NOSIGNAL) first (one system call, as hiredis's own write), so hiredis then finds
+// nothing left and only re-arms; a write it still has to do itself (connecting, a full socket,
+// an error to report) runs shielded.
 void write_shielded(redisAsyncContext* ctx) {
-  const SigpipeShield shield;
+  redisContext* c = &ctx->c;
+  if ((c->flags & REDIS_CONNECTED) != 0 && c->err == 0 && c->obuf != nullptr && sdslen(c->obuf) > 0) {
+    const ssize_t n = ::send(c->fd, c->obuf, sdslen(c->obuf), MSG_NOSIGNAL);
+    if (n > 0) {
+      sdsrange(c->obuf, static_cast<int>(n), -1);
+    }
+  }
+  if ((c->flags & REDIS_CONNECTED) == 0 || (c->obuf != nullptr && sdslen(c->obuf) > 0)) {
+    const SigpipeShield shield;
+    redisAsyncHandleWrite(ctx);
+    return;
+  }
   redisAsyncHandleWrite(ctx);
 }
 
