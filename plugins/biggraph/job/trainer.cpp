@@ -5,10 +5,12 @@
 // back; at the epoch's end the trainers meet (group barrier, all-reduce of their counts) and
 // trainer 0 evaluates. A partition server that dies mid-bucket costs the bucket (abandoned, then
 // trained again) and that server's partitions (they restart from random).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <thread>
+#include <stdexcept>
+#include <string>
 
 #include <ditask/ditask.hpp>
 
@@ -70,6 +72,26 @@ Ranking evaluate_now(const Layout& layout, const JobData& data) {
 // True for a call that failed because a server went away (it may come back under --auto-recover).
 bool server_gone(const ditask::RpcError& e) {
   return e.kind() == ditask::RpcError::Kind::node_left || e.kind() == ditask::RpcError::Kind::not_connected;
+}
+
+// Waits until node `server` is a peer again (its restart joined); a join between the look and
+// the wait is caught by the waiter made before the look. Errors: std::runtime_error after
+// `limit`.
+void wait_for_return(std::int64_t server, std::chrono::seconds limit) {
+  auto& task = ditask::task();
+  const auto deadline = Clock::now() + limit;
+  for (;;) {
+    auto joined = task.waiter(ditask::events::peer_joined);
+    const auto peers = task.router().peers();
+    if (std::any_of(peers.begin(), peers.end(), [&](const ditask::PeerInfo& p) { return p.node_id == server; })) {
+      return;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0 || !joined.wait(left)) {
+      throw std::runtime_error("biggraph: server node " + std::to_string(server) + " did not come back within " +
+                               std::to_string(limit.count()) + " s");
+    }
+  }
 }
 
 std::string fixed(double v, int digits) {
@@ -149,7 +171,7 @@ void run_trainer(const JobData& data) {
                   << std::endl;
         ++lost_buckets;
         rpc.call<void>(lock_server, kAbandon, self);
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let the server rejoin
+        wait_for_return(e.node(), std::chrono::seconds(120));  // then ask again
       }
     }
     for (auto& f : pushes) {

@@ -266,14 +266,12 @@ void RedisTransport::subscribed_one() {
 void RedisTransport::announce() {
   const std::lock_guard guard(pub_guard_);
   // Subscribed first, announced after: a peer that sees this node can publish to it at once.
-  const auto gen = generation_;
   const std::string hello = hello_text();
   pub_->command({"SET", presence_key(settings_.node_id), hello, "PX", std::to_string(kPresenceTtl / std::chrono::milliseconds(1))},
                 [](redisReply*) {});
   pub_->command({"PUBLISH", control_channel_, hello}, [](redisReply*) {});
   scanned_ = false;
   scan("0");
-  (void)gen;
 }
 
 void RedisTransport::scan(const std::string& cursor) {
