@@ -62,7 +62,7 @@ std::optional<std::int64_t> world_rule(const MeshSettings& s) {
 }  // namespace
 
 Mesh::Mesh(MeshSettings settings)
-    : settings_(std::move(settings)), relay_plan_(settings_), acceptor_(io_), peers_(world_rule(settings_)) {
+    : settings_(std::move(settings)), relay_plan_(settings_), listener_(io_), peers_(world_rule(settings_)) {
   own_hello_.run_id = settings_.run_id;
   own_hello_.run_id_explicit = settings_.run_id_explicit;
   own_hello_.node_id = settings_.node_id;
@@ -127,11 +127,11 @@ std::optional<std::int64_t> Mesh::relay_hub_for(std::int64_t node) const {
 }
 
 void Mesh::start() {
-  open_listener();
+  listener_.open(settings_.listen, settings_.listen_fd);
   work_.emplace(io_.get_executor());
-  if (acceptor_.is_open()) {
-    accept_next();
-  }
+  listener_.start([this](Socket socket, std::string peer, bool tcp) {
+    start_link(std::move(socket), std::move(peer), "", tcp);  // "": accepted, not dialled
+  });
   auto& dests = peers_.expected();
   for (std::size_t i = 0; i < dests.size(); ++i) {
     if (dests[i].slot.dial) {
@@ -212,8 +212,7 @@ void Mesh::shutdown(bool failed) noexcept {
     links_changed_.wait_for(lock, kByeLinger + std::chrono::milliseconds(500), [&] { return links_.empty(); });
   }
   asio::post(io_, [this] {
-    boost::system::error_code ignored;
-    acceptor_.close(ignored);
+    listener_.close();
     for (auto& d : peers_.expected()) {
       if (d.slot.timer) {
         d.slot.timer->cancel();
@@ -223,9 +222,7 @@ void Mesh::shutdown(bool failed) noexcept {
   work_.reset();
   io_.stop();
   thread_.join();
-  if (!bound_ipc_path_.empty()) {
-    ::unlink(bound_ipc_path_.c_str());
-  }
+  listener_.unlink_path();
 }
 
 std::shared_ptr<Transport> make_mesh(const MeshSettings& settings) {

@@ -20,7 +20,6 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio/basic_socket_acceptor.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -29,6 +28,7 @@
 #include "../remote_event.hpp"
 #include "address.hpp"
 #include "connection.hpp"
+#include "listener.hpp"
 #include "refusal.hpp"
 #include "relay_plan.hpp"
 #include "ditask/router.hpp"
@@ -116,11 +116,7 @@ class Mesh final : public Transport, public Link::Owner {
     bool early_pending = false;  ///< an expected peer never joined: its events wait (the locked path)
   };
 
-  void open_listener();
-  void accept_next();
   void dial(std::size_t dest_index);
-  void connect_to(std::size_t dest_index, const std::string& address,
-                  std::vector<boost::asio::generic::stream_protocol::endpoint> endpoints, std::size_t k);
   void dial_failed(std::size_t dest_index, const std::string& why);
   // `dial_address`: what this node dialled ("" for an accepted connection).
   void start_link(Socket socket, std::string peer, std::string dial_address, bool tcp);
@@ -182,9 +178,8 @@ class Mesh final : public Transport, public Link::Owner {
   BodyPtr own_hello_body_;  // io thread: own_hello_ encoded, for links without a nonce
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
-  boost::asio::basic_socket_acceptor<boost::asio::generic::stream_protocol> acceptor_;
+  Listener listener_;
   std::thread thread_;
-  std::string bound_ipc_path_;  // unlinked at shutdown when we bound it ourselves
   bool self_delivery_ = false;
 
   mutable std::mutex mutex_;            // guards the fields down to shut_down_
