@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "batch_thread.hpp"
 #include "ditask/runtime/log.hpp"
 #include "transport/inline_write.hpp"
 
@@ -32,7 +33,10 @@ void EventBus::start_dispatcher_locked() {
   // Started by the first event that needs it: a worker that never handles an event (or only
   // keeps early ones) never pays for the thread.
   if (started_ && !stopping_ && !thread_.joinable()) {
-    thread_ = std::thread([this] { dispatch_loop(); });
+    thread_ = std::thread([this] {
+      become_batch_thread();
+      dispatch_loop();
+    });
   }
 }
 

@@ -24,6 +24,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/container/small_vector.hpp>
 
+#include "../batch_thread.hpp"
 #include "../codec/envelope.hpp"
 #include "auth.hpp"
 #include "refusal.hpp"
@@ -140,6 +141,7 @@ void Mesh::start() {
     }
   }
   thread_ = std::thread([this] {
+    become_batch_thread();
     for (;;) {
       try {
         io_.run();

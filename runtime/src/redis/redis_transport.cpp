@@ -16,6 +16,7 @@
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
+#include "../batch_thread.hpp"
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
 
@@ -96,6 +97,7 @@ void RedisTransport::start() {
   boost::asio::post(io_, [this] { connect(); });
   thread_ = std::thread([this] {
     block_sigpipe_on_this_thread();
+    become_batch_thread();
     io_.run();
   });
 }
