@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "executors.hpp"
 
+#include "../batch_thread.hpp"
+
 namespace ditask::detail {
 
 bool ElasticPool::submit(std::function<void()> job) {
@@ -83,7 +85,10 @@ KeyedQueues::Queue* KeyedQueues::append_locked(std::int64_t key, std::vector<Job
   }
   jobs.clear();
   if (fresh) {
-    queue.thread = std::thread([this, q = &queue] { loop(*q); });
+    queue.thread = std::thread([this, q = &queue] {
+      become_batch_thread();
+      loop(*q);
+    });
     return nullptr;
   }
   if (!queue.waiting) {
