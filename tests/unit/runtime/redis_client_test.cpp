@@ -54,6 +54,14 @@ class ClientRig {
     done.get_future().wait();
   }
   RedisClient& client() { return client_; }
+  /// Guards the client with `guard` (other threads may then use it under the guard) and makes
+  /// it quiet, as the transport's PUBLISH connection is.
+  void make_quiet(std::recursive_mutex& guard) {
+    on_io([&] {
+      client_.set_guard(&guard);
+      client_.set_read_pause(std::chrono::milliseconds(2));
+    });
+  }
   /// Counts one reply (a null one counts as failed).
   RedisClient::Reply counter() {
     return [this](redisReply* r) {
@@ -145,10 +153,7 @@ TEST_CASE("redis client: a quiet connection written from another thread under it
   ditask::test::RedisServer server;
   ClientRig rig(server.port());
   std::recursive_mutex guard;
-  rig.on_io([&] {
-    rig.client().set_guard(&guard);
-    rig.client().set_read_pause(std::chrono::milliseconds(2));
-  });
+  rig.make_quiet(guard);
   std::atomic<int> refused{0};
   std::thread writer([&] {
     for (int i = 0; i < 5000; ++i) {
@@ -171,10 +176,7 @@ TEST_CASE("redis client: writing to a connection Redis has closed ends the conne
   ditask::test::RedisServer server;
   ClientRig rig(server.port());
   std::recursive_mutex guard;
-  rig.on_io([&] {
-    rig.client().set_guard(&guard);
-    rig.client().set_read_pause(std::chrono::milliseconds(2));
-  });
+  rig.make_quiet(guard);
   rig.on_io([&] { REQUIRE(rig.client().command({"PING"}, rig.counter())); });
   REQUIRE(rig.wait_replies(1));
   server.stop();
