@@ -298,22 +298,27 @@ void Link::leave(std::string reason, std::string close_reason, std::chrono::mill
                  bool permanent, std::string you) {
   asio::post(socket_.get_executor(), [self = shared_from_this(), reason = std::move(reason),
                                       close_reason = std::move(close_reason), linger, permanent,
-                                      you = std::move(you)]() mutable {
-    {
-      std::lock_guard lock(self->mutex_);
-      if (self->closed_) {
-        return;
-      }
-    }
-    self->leave_close_reason_ = close_reason;
-    self->send_control(FrameType::bye, std::make_shared<Body>(Body{"", encode_bye(reason, permanent, you)}));
-    self->linger_timer_.expires_after(linger);
-    self->linger_timer_.async_wait([self, close_reason](const boost::system::error_code& ec) {
-      if (!ec) {
-        self->close_now(close_reason);
-      }
-    });
+                                      you = std::move(you)] {
+    self->leave_here(reason, close_reason, linger, permanent, you);
     self->read_more();  // a paused reader must still see the peer's end of stream
+  });
+}
+
+void Link::leave_here(const std::string& reason, const std::string& close_reason, std::chrono::milliseconds linger,
+                      bool permanent, const std::string& you) {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) {
+      return;
+    }
+  }
+  leave_close_reason_ = close_reason;
+  send_control(FrameType::bye, std::make_shared<Body>(Body{"", encode_bye(reason, permanent, you)}));
+  linger_timer_.expires_after(linger);
+  linger_timer_.async_wait([self = shared_from_this(), close_reason](const boost::system::error_code& ec) {
+    if (!ec) {
+      self->close_now(close_reason);
+    }
   });
 }
 

@@ -105,6 +105,11 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   /// `permanent` marks a refusal that retrying cannot change; `you` words a refusal for the peer.
   void leave(std::string reason, std::string close_reason, std::chrono::milliseconds linger,
              bool permanent = false, std::string you = {});
+  /// leave(), done now: the bye is queued before anything read after it is handled (a refusal
+  /// made while reading the peer's hello must go out even if the peer's own bye and end of
+  /// stream are next in the same read). Thread: io thread.
+  void leave_here(const std::string& reason, const std::string& close_reason, std::chrono::milliseconds linger,
+                  bool permanent = false, const std::string& you = {});
 
   /// The receiver side of an event: its handlers ran (or it was dropped). Any thread.
   void delivered(std::uint64_t seq, std::size_t bytes) noexcept;

@@ -145,7 +145,9 @@ void Mesh::refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::op
     }
   }
   ready_changed_.notify_all();
-  link->leave(why.ours, "refused", kRefuseLinger, why.permanent, why.theirs);
+  // Now, not posted: the peer's bye and end of stream may be next in this very read, and the
+  // link would close before our bye (the peer's reason for us) went out.
+  link->leave_here(why.ours, "refused", kRefuseLinger, why.permanent, why.theirs);
 }
 
 void Mesh::on_hello(const std::shared_ptr<Link>& link, const Frame& frame) {

@@ -60,7 +60,9 @@ TEST_CASE("refusal: a token on one side only is refused by both, each in its own
   // Node 1 has none: node 0 requires one.
   CHECK(log.wait_for("refused " + node_name(0, nodes) +
                      ": it requires a token and we have none (--token or DITASK_TOKEN)"));
-  CHECK(log.wait_for(node_name(1, nodes) + " refused us: we require a token and it has none"));
+  const bool fourth = log.wait_for(node_name(1, nodes) + " refused us: we require a token and it has none");
+  INFO("log:\n" << log.text());  // both nodes' lines, for a failure
+  CHECK(fourth);
   CHECK_THAT(eb.what(), Catch::Contains("mesh cannot become ready") &&
                             (Catch::Contains("it refused us: we sent no token and it requires one") ||
                              Catch::Contains("we refused it: it requires a token and we have none")));
@@ -103,7 +105,9 @@ TEST_CASE("refusal: explicit run ids that differ, each in its own words", "[mesh
   CHECK(log.wait_for("refused " + node_name(1, nodes) + ": its run id 'job-b' differs from ours 'job-a'"));
   CHECK(log.wait_for(node_name(0, nodes) + " refused us: our run id 'job-b' differs from its run id 'job-a'"));
   CHECK(log.wait_for("refused " + node_name(0, nodes) + ": its run id 'job-a' differs from ours 'job-b'"));
-  CHECK(log.wait_for(node_name(1, nodes) + " refused us: our run id 'job-a' differs from its run id 'job-b'"));
+  const bool fourth = log.wait_for(node_name(1, nodes) + " refused us: our run id 'job-a' differs from its run id 'job-b'");
+  INFO("log:\n" << log.text());
+  CHECK(fourth);
   CHECK_THAT(eb.what(), Catch::Contains("mesh cannot become ready") && Catch::Contains("'job-a'") && Catch::Contains("'job-b'"));
   CHECK_THAT(ea.what(), Catch::Contains("mesh cannot become ready") && Catch::Contains("'job-a'") && Catch::Contains("'job-b'"));
 }
