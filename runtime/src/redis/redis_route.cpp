@@ -310,7 +310,11 @@ void RedisTransport::on_interest(std::int64_t node, std::uint64_t instance, std:
   std::lock_guard lock(mutex_);
   if (auto* e = peers_.find_node(node); e != nullptr && e->conn == instance) {
     e->slot.interest = std::move(interest);
+    return;
   }
+  // Not joined here yet: the notice came on the subscription before the presence key this node
+  // read (on the other connection, maybe before the change) made it join. Kept for the join.
+  early_interest_[node] = {instance, std::move(interest)};
 }
 
 void RedisTransport::on_hello(const PeerRecord& peer, std::optional<std::set<std::string>> interest) {
@@ -365,6 +369,12 @@ void RedisTransport::on_hello(const PeerRecord& peer, std::optional<std::set<std
     slot.backlog.clear();
     slot.backlog_bytes = 0;
     slot.interest = std::move(interest);
+    if (auto kept = early_interest_.find(peer.node); kept != early_interest_.end()) {
+      if (kept->second.first == peer.instance) {
+        slot.interest = std::move(kept->second.second);  // later than what its hello said
+      }
+      early_interest_.erase(kept);
+    }
     for (const auto& h : join.held) {
       --counters_.sent;  // counted when it was held
       if (wants(slot.interest, std::string_view(h.topic).substr(settings_.topic_prefix.size()))) {

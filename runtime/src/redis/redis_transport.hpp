@@ -184,6 +184,8 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   int subscriptions_confirmed_ = 0;       // io thread
   bool lost_logged_ = false;              // io thread: this outage was reported
   std::map<std::int64_t, Incoming> incoming_;  // io thread: by sender node
+  // Interest notices of peers not joined yet (node -> its instance, what it handles). mutex_.
+  std::map<std::int64_t, std::pair<std::uint64_t, std::optional<std::set<std::string>>>> early_interest_;
   std::vector<RemoteEvent> batch_;             // io thread: what one read brought
   std::shared_ptr<Receipt> receipt_;           // counts events no handler took
 
