@@ -174,13 +174,7 @@ DITASK_MAIN(burst) {
   const Params params;
   const auto count = params.num("count", 300);
   const auto size = static_cast<std::size_t>(params.num("size", 1 << 20));
-  struct State {
-    std::int64_t received = 0;
-    std::int64_t corrupt = 0;
-    std::int64_t inversions = 0;
-    std::uint64_t bytes = 0;
-  };
-  Shared<State> state;
+  Shared<BlobTally> state;
   Shared<Phases> phases;
   auto running = task.start();
   if (node_id() == 1) {
@@ -195,12 +189,7 @@ DITASK_MAIN(burst) {
   }
   task.on("blob", [&state, size](std::int64_t i, std::vector<std::uint8_t> blob) {
     const bool ok = is_pattern(blob, i, size);
-    state.update([&](auto& s) {
-      s.inversions += i == s.received ? 0 : 1;
-      ++s.received;
-      s.corrupt += ok ? 0 : 1;
-      s.bytes += blob.size();
-    });
+    state.update([&](BlobTally& s) { s.add(i, blob.size(), ok); });
   });
   task.emit_to_node(1, "go");
   state.wait([count](const auto& s) { return s.received >= count; }, "every blob");

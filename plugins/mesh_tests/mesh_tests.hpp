@@ -123,6 +123,21 @@ std::vector<std::uint8_t> pattern_bytes(std::int64_t seed, std::size_t size);
 bool is_pattern(const std::vector<std::uint8_t>& bytes, std::int64_t seed,
                 std::size_t expected_size);
 
+/// What a reader of pattern blobs (blob number i = pattern_bytes(i, size)) has seen.
+struct BlobTally {
+  std::int64_t received = 0;
+  std::int64_t corrupt = 0;
+  std::int64_t inversions = 0;  ///< blobs that did not come in their number's turn
+  std::uint64_t bytes = 0;
+  /// Counts blob number `i` of `blob_bytes` bytes; `intact`: it passed is_pattern().
+  void add(std::int64_t i, std::size_t blob_bytes, bool intact) {
+    inversions += i == received ? 0 : 1;
+    ++received;
+    corrupt += intact ? 0 : 1;
+    bytes += blob_bytes;
+  }
+};
+
 /// One peer_joined / peer_left event as "node@attempt" ("1@0"), plus ":reason" for a leave.
 std::string membership_text(const ditask::Kwargs& kw, bool left);
 

@@ -81,19 +81,14 @@ DITASK_MAIN(stalled_reader) {
   const Params params;
   const auto count = params.num("count", 48);
   const auto size = static_cast<std::size_t>(params.num("size", 1 << 20));
-  struct State {
-    std::int64_t received = 0;
-    std::int64_t corrupt = 0;
-    std::uint64_t bytes = 0;
-    bool go = false;
-  };
-  Shared<State> state;
+  Shared<BlobTally> state;
+  Shared<bool> go;
   auto running = task.start();
   if (node_id() == 1) {
-    task.on("SIGUSR1", [&state]() { state.update([](State& s) { s.go = true; }); });
+    task.on("SIGUSR1", [&go]() { go.update([](bool& g) { g = true; }); });
     task.ready();
     say("WAITING", "pid=" + std::to_string(::getpid()));
-    state.wait([](const State& s) { return s.go; }, "SIGUSR1", std::chrono::minutes(3));
+    go.wait([](bool g) { return g; }, "SIGUSR1", std::chrono::minutes(3));
     for (std::int64_t i = 0; i < count; ++i) {
       task.emit_to_node(0, "blob", i, pattern_bytes(i, size));
     }
@@ -102,15 +97,11 @@ DITASK_MAIN(stalled_reader) {
   }
   task.on("blob", [&state, size](std::int64_t i, std::vector<std::uint8_t> blob) {
     const bool ok = is_pattern(blob, i, size);
-    state.update([&](State& s) {
-      ++s.received;
-      s.corrupt += ok ? 0 : 1;
-      s.bytes += blob.size();
-    });
+    state.update([&](BlobTally& s) { s.add(i, blob.size(), ok); });
   });
   task.ready();
   say("READING", "pid=" + std::to_string(::getpid()));
-  state.wait([count](const State& s) { return s.received >= count; }, "every blob", std::chrono::minutes(3));
+  state.wait([count](const BlobTally& s) { return s.received >= count; }, "every blob", std::chrono::minutes(3));
   const auto s = state.get();
   result("received=" + std::to_string(s.received) + " bytes=" + std::to_string(s.bytes) +
          " corrupt=" + std::to_string(s.corrupt) + " lost=" + std::to_string(task.router().stats().lost));

@@ -213,3 +213,30 @@ TEST_CASE("redis: a stopped reader holds its sender back to a window, Redis neve
   CHECK(result_of(r.out, 1) == "sent=48");
   CHECK(lines_with(r.err, "lost the connection").empty());
 }
+
+TEST_CASE("redis: an emit that waits past --send-timeout for a stopped reader fails naming the reader",
+          "[redis][integration]") {
+  RedisServer redis;
+  DitaskProcess p;
+  p.start(over_redis(redis, mesh_args("stalled_reader", 2, {"--send-timeout", "1"}), {"count=48", "size=1048576"}));
+  p.require_line("[node 0] READING pid=", 60s);
+  p.require_line("[node 1] WAITING pid=", 60s);
+  const auto readers = numbers_after(p.out(), "[node 0] READING pid=");
+  const auto senders = numbers_after(p.out(), "[node 1] WAITING pid=");
+  REQUIRE(readers.size() == 1);
+  REQUIRE(senders.size() == 1);
+  REQUIRE(::kill(readers[0], SIGSTOP) == 0);
+  REQUIRE(::kill(senders[0], SIGUSR1) == 0);
+  // The window (4 MiB) fills with the first frames; the next emit waits 1 s, then fails.
+  const bool failed = p.wait_for_line("to read the ", 120s);
+  REQUIRE(::kill(readers[0], SIGCONT) == 0);
+  auto r = p.wait(120s);
+  INFO(describe(r));
+  REQUIRE(failed);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("ditask: error: entry 'stalled_reader' failed: event 'blob' waited 1000 ms for node 0 "
+                             "to read the "));
+  CHECK_THAT(r.err, Contains(" bytes sent to it before"));
+  CHECK_THAT(r.err, Contains("hint: is node 0 busy in a handler? raise --send-timeout"));
+  CHECK(lines_with(r.out, "[node 1] sent=").empty());  // the failed emit ended node 1's entry
+}

@@ -151,9 +151,7 @@ void RedisTransport::publish_here_or_post() {
       up = link_ == Link::up;
     }
     if (up && pub_) {
-      pub_->hold_writes();
-      publish_outbox();
-      pub_->write_held();
+      publish_outbox_at_once();
     }
     return;
   }
@@ -192,9 +190,18 @@ void RedisTransport::flush() {
       return;  // kept in order for the reconnect
     }
   }
-  pub_->hold_writes();  // written here, in one go, not by one more turn of the io thread
+  publish_outbox_at_once();  // written here, in one go, not by one more turn of the io thread
+}
+
+void RedisTransport::publish_outbox_at_once() {
+  pub_->hold_writes();
   publish_outbox();
   pub_->write_held();
+}
+
+void RedisTransport::queue_control_locked(Outgoing&& out) {
+  bytes_in_flight_ += out.frame.size();
+  outbox_.push_back(std::move(out));
 }
 
 void RedisTransport::publish_outbox() {
@@ -338,8 +345,7 @@ void RedisTransport::on_hello(const PeerRecord& peer, std::optional<std::set<std
           e->slot.confirmed = true;  // back after a reconnect: what waited for it goes now
           Outgoing sync{channel_of(peer.node), {}, Outgoing::Kind::control};
           encode_frame(sync.frame, FrameKind::sync, false, settings_.node_id, instance_, e->slot.sent_seq, {}, {});
-          bytes_in_flight_ += sync.frame.size();
-          outbox_.push_back(std::move(sync));
+          queue_control_locked(std::move(sync));
           flush_backlog_locked(peer.node, e->slot);
           post_flush_locked();
         }
@@ -519,8 +525,7 @@ void RedisTransport::say_read(std::int64_t sender, const Incoming& in) {
                read_payload(in.instance));
   {
     std::lock_guard lock(mutex_);
-    bytes_in_flight_ += notice.frame.size();
-    outbox_.push_back(std::move(notice));
+    queue_control_locked(std::move(notice));
   }
   publish_here_or_post();
 }

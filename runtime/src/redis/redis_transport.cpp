@@ -138,9 +138,8 @@ void RedisTransport::set_interest(std::optional<std::set<std::string>> names) {
     }
     const std::string text = notice.dump();
     Outgoing ctl{control_channel_, {text.begin(), text.end()}, Outgoing::Kind::control};
-    bytes_in_flight_ += key.frame.size() + ctl.frame.size();
-    outbox_.push_back(std::move(key));
-    outbox_.push_back(std::move(ctl));
+    queue_control_locked(std::move(key));
+    queue_control_locked(std::move(ctl));
   }
   publish_here_or_post();
 }

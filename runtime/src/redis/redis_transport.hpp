@@ -141,6 +141,9 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void flush_backlog_locked(std::int64_t node, Slot& slot);
   void flush();
   void publish_outbox();
+  // publish_outbox() with the client's writes held, so the whole outbox goes out in one write
+  // from this thread. Caller holds pub_guard_; the link is up.
+  void publish_outbox_at_once();
   // `counted`: its bytes are in bytes_in_flight_ (a bye's are not).
   void publish_now(Outgoing&& out, bool counted);
   static void on_published(redisAsyncContext* ctx, void* reply, void* privdata);
@@ -151,6 +154,8 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   // Frames `held` for `node` and queues it for the io thread (`post`: and wakes it to publish).
   // Caller holds mutex_.
   void queue_locked(std::int64_t node, Slot& slot, const Held& held, bool post = true);
+  // Queues a frame that is not an event (a notice, a key), counted in bytes_in_flight_. Caller holds mutex_.
+  void queue_control_locked(Outgoing&& out);
   // Publishes what is queued on the calling thread when nobody else uses the command client;
   // else has the io thread do it.
   void publish_here_or_post();
