@@ -24,8 +24,12 @@ void EventBus::start() {
 }
 
 void EventBus::push_locked(BusJob job) {
-  job.order = ++posted_;
   queue_.push_back(std::move(job));
+  queued_locked(queue_.back());
+}
+
+void EventBus::queued_locked(BusJob& job) {
+  job.order = ++posted_;
   start_dispatcher_locked();
 }
 
@@ -145,22 +149,31 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
   bool queued = false;
   {
     std::lock_guard lock(mutex_);
+    // A batch is mostly runs of one event: its handlers are looked up once per run (they cannot
+    // change while the lock is held). The key in handlers_ of the last event found there:
+    const std::string* looked_up = nullptr;
+    bool live = false;
+    bool once_live = false;
     for (auto& e : events) {
       if (stopping_) {
         told.push_back({std::move(e.receipt), e.seq, e.bytes, false});
         continue;
       }
       // Who takes it live: registered handlers, except once handlers already given a kept event.
-      bool live = false;
-      bool once_live = false;
-      if (auto it = handlers_.find(e.event); it != handlers_.end()) {
-        for (const auto& entry : it->second) {
-          const bool taken = entry->once && entry->replayed;
-          live = live || !taken;
-          once_live = once_live || (entry->once && !taken);
+      if (looked_up == nullptr || *looked_up != e.event) {
+        live = false;
+        once_live = false;
+        looked_up = nullptr;
+        if (auto it = handlers_.find(e.event); it != handlers_.end()) {
+          looked_up = &it->first;
+          for (const auto& entry : it->second) {
+            const bool taken = entry->once && entry->replayed;
+            live = live || !taken;
+            once_live = once_live || (entry->once && !taken);
+          }
         }
       }
-      BusJob job;
+      BusJob& job = queue_.emplace_back();  // built in place: an event is not moved once more
       job.event = std::move(e.event);
       job.args = std::move(e.args);
       job.packed = std::move(e.packed);
@@ -181,13 +194,14 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
         if (!live) {
           // Kept for a later handler (acknowledged now), or dropped when the window is full.
           told.push_back({std::move(job.receipt), job.seq, job.bytes, job.mark != nullptr});
+          queue_.pop_back();
           continue;
         }
         if (job.mark) {
           ++job.mark->pending;
         }
       }
-      push_locked(std::move(job));
+      queued_locked(job);
       queued = true;
     }
   }
@@ -340,8 +354,11 @@ void EventBus::dispatch_loop() {
     }
     batch_.swap(queue_);  // both keep their capacity: no allocation per batch
     lock.unlock();
-    for (const auto& job : batch_) {
-      dispatch(job);
+    {
+      ReceiptRun told;  // what ran is told in runs (at most ReceiptRun::kMaxRun events late)
+      for (const auto& job : batch_) {
+        dispatch(job, told);
+      }
     }
     batch_.clear();
     lock.lock();
@@ -381,7 +398,7 @@ bool EventBus::settle_locked(KeptMark& mark, bool handled) {
   return mark.closed && mark.pending == 0 && !mark.handled;
 }
 
-void EventBus::dispatch(const BusJob& job) {
+void EventBus::dispatch(const BusJob& job, ReceiptRun& told) {
   auto& entries = dispatch_entries_;  // dispatcher thread only: reused, so no allocation per event
   entries.clear();
   {
@@ -425,11 +442,10 @@ void EventBus::dispatch(const BusJob& job) {
   }
   entries.clear();
   if (!job.mark) {
-    if (job.receipt) {
-      job.receipt->done(job.seq, job.bytes, handled);
-    }
+    told.add(job.receipt, job.seq, job.bytes, handled);
     return;
   }
+  told.flush();  // in order with what follows
   // A kept event: whether any handler saw it is decided when the window closed and nothing of
   // it is pending any more.
   bool unhandled = false;

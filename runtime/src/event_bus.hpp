@@ -108,10 +108,13 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   void dispatch_loop();
   // Queues `job` (gives it its order), starts the dispatcher if needed. Caller holds mutex_.
   void push_locked(BusJob job);
+  // Gives `job`, just put at the end of queue_, its order; starts the dispatcher if needed.
+  // Caller holds mutex_.
+  void queued_locked(BusJob& job);
   void start_dispatcher_locked();
   // Registers `entry` with its replays; its id, or 0 for a waiter refused in abort mode.
   std::uint64_t register_entry(std::string event, std::shared_ptr<Entry> entry);
-  void dispatch(const BusJob& job);
+  void dispatch(const BusJob& job, ReceiptRun& told);
   // After a job of a kept event ran: true when it was the last pending one of an event that no
   // handler saw and whose window has closed (then it counts as unhandled). Caller holds mutex_.
   static bool settle_locked(KeptMark& mark, bool handled);

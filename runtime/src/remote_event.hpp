@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,21 +24,96 @@ class Receipt {
   virtual ~Receipt() = default;
   /// `handled`: at least one handler saw it.
   virtual void done(std::uint64_t seq, std::size_t bytes, bool handled) noexcept = 0;
+  /// done(seq, ..., true) for every seq from `first` to `last` (a run of this receipt's events,
+  /// all handled), `bytes` their sum. The default tells them one by one.
+  virtual void done_run(std::uint64_t first, std::uint64_t last, std::size_t bytes) noexcept {
+    for (std::uint64_t seq = first; seq < last; ++seq) {
+      done(seq, 0, true);
+    }
+    done(last, bytes, true);
+  }
+};
+
+/// Tells receipts in runs: consecutive handled events of one receipt, numbered one after the
+/// other, become one done_run() (one lock and one flow-control update, not one per event). At
+/// most kMaxRun events or about kMaxRunBytes wait in a run (what a paused read could wait for);
+/// flush() (and the destructor) tells what is held. Thread: one owner.
+class ReceiptRun {
+ public:
+  static constexpr std::size_t kMaxRun = 64;
+  static constexpr std::size_t kMaxRunBytes = 64 * 1024;
+  ReceiptRun() = default;
+  ReceiptRun(const ReceiptRun&) = delete;
+  ReceiptRun& operator=(const ReceiptRun&) = delete;
+  ~ReceiptRun() { flush(); }
+  /// `receipt`->done(seq, bytes, handled), now or with the run it continues.
+  void add(const std::shared_ptr<Receipt>& receipt, std::uint64_t seq, std::size_t bytes, bool handled) noexcept {
+    if (!receipt) {
+      return;
+    }
+    if (handled && receipt == receipt_ && seq == last_ + 1 && count_ < kMaxRun && bytes_ < kMaxRunBytes) {
+      last_ = seq;
+      bytes_ += bytes;
+      ++count_;
+      return;
+    }
+    flush();
+    if (!handled) {
+      receipt->done(seq, bytes, false);
+      return;
+    }
+    receipt_ = receipt;
+    first_ = last_ = seq;
+    bytes_ = bytes;
+    count_ = 1;
+  }
+  /// Tells the run held, if any.
+  void flush() noexcept {
+    if (receipt_) {
+      receipt_->done_run(first_, last_, bytes_);
+      receipt_.reset();
+    }
+  }
+
+ private:
+  std::shared_ptr<Receipt> receipt_;
+  std::uint64_t first_ = 0;
+  std::uint64_t last_ = 0;
+  std::size_t bytes_ = 0;
+  std::size_t count_ = 0;
 };
 
 /// An event's arguments as they came off the wire: the MessagePack payload (checked to be
 /// well-formed) and where its positional arguments lie, so a typed handler reads them without a
 /// JSON value being built.
 struct PackedPayload {
-  std::vector<std::uint8_t> bytes;
+  std::vector<std::uint8_t> bytes;  ///< the payload, unless `shared` holds it
+  /// A small payload in a buffer shared with the other small events of one read (no allocation
+  /// per event); it lives as long as any of them.
+  std::shared_ptr<const std::uint8_t> shared;
+  std::size_t shared_size = 0;
   std::size_t args_begin = 0;  ///< offset of the first positional argument
   std::size_t args_end = 0;    ///< offset just past the last one
   std::size_t count = 0;       ///< positional arguments
   std::size_t named_count = 0; ///< named arguments
 
+  /// The payload's bytes.
+  std::span<const std::uint8_t> data() const noexcept {
+    return shared ? std::span<const std::uint8_t>(shared.get(), shared_size) : std::span<const std::uint8_t>(bytes);
+  }
+  /// Copies a shared payload into `bytes` of its own (for what is kept for long: the shared
+  /// buffer would stay alive with it).
+  void own() {
+    if (shared) {
+      bytes.assign(shared.get(), shared.get() + shared_size);
+      shared.reset();
+      shared_size = 0;
+    }
+  }
   /// A view for a typed handler's fast path.
   PackedArgs view() const noexcept {
-    return PackedArgs{bytes.data() + args_begin, bytes.data() + args_end, count, named_count};
+    const std::uint8_t* p = data().data();
+    return PackedArgs{p + args_begin, p + args_end, count, named_count};
   }
   /// The arguments as JSON. Errors: ditask::Error (never for a payload the mesh accepted).
   EventArgs unpack() const;

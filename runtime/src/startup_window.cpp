@@ -15,6 +15,9 @@ std::shared_ptr<KeptMark> StartupWindow::keep(const BusJob& job, bool once_prese
   copy.event = job.event;
   copy.args = job.args;
   copy.packed = job.packed;
+  if (copy.packed) {
+    copy.packed->own();  // kept for a while: not the read's whole shared buffer with it
+  }
   copy.meta = job.meta;
   copy.seq = job.seq;
   copy.mark = mark;

@@ -13,6 +13,46 @@ namespace {
 
 [[noreturn]] void malformed(const std::string& why) { throw Error("malformed event payload: " + why); }
 
+// The usual envelope {"a": [...], "k": {...}} located and checked in one pass (each argument
+// checked as it is skipped, as a check of the whole value would). Null for anything else, or
+// anything malformed: the caller's two passes then decide, and word the error.
+std::optional<PackedPayload> locate_in_one_pass(std::span<const std::uint8_t> payload) {
+  constexpr std::size_t kInner = kMaxNesting - 2;  // an argument sits inside the map and its array
+  Reader reader(payload);
+  Reader::Item item;
+  const auto is_key = [&](char name) {
+    return reader.next(item) && item.kind == Reader::Kind::str && item.count == 1 &&
+           item.data[0] == static_cast<std::uint8_t>(name);
+  };
+  if (!reader.next(item) || item.kind != Reader::Kind::map || item.count != 2 || !is_key('a') ||
+      !reader.next(item) || item.kind != Reader::Kind::array) {
+    return std::nullopt;
+  }
+  PackedPayload p;
+  p.count = static_cast<std::size_t>(item.count);
+  p.args_begin = reader.offset();
+  for (std::size_t i = 0; i < p.count; ++i) {
+    if (!reader.skip(kInner)) {
+      return std::nullopt;
+    }
+  }
+  p.args_end = reader.offset();
+  if (!is_key('k') || !reader.next(item) || item.kind != Reader::Kind::map) {
+    return std::nullopt;
+  }
+  p.named_count = static_cast<std::size_t>(item.count);
+  for (std::size_t i = 0; i < p.named_count; ++i) {
+    Reader::Item key;
+    if (!reader.next(key) || key.kind != Reader::Kind::str || !reader.skip(kInner)) {
+      return std::nullopt;
+    }
+  }
+  if (reader.offset() != payload.size()) {
+    return std::nullopt;
+  }
+  return p;
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> encode_event_args(const EventArgs& args) {
@@ -58,6 +98,9 @@ EventArgs decode_event_args(std::span<const std::uint8_t> payload) {
 }
 
 std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> payload) {
+  if (auto located = locate_in_one_pass(payload)) {
+    return located;
+  }
   try {
     if (const std::size_t end = skip_value(payload, 0, kMaxNesting); end != payload.size()) {
       malformed(std::to_string(payload.size() - end) + " bytes after the value");
@@ -96,5 +139,5 @@ std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> pay
 }  // namespace ditask::detail::codec
 
 namespace ditask::detail {
-EventArgs PackedPayload::unpack() const { return codec::decode_event_args(bytes); }
+EventArgs PackedPayload::unpack() const { return codec::decode_event_args(data()); }
 }  // namespace ditask::detail

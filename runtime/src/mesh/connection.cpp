@@ -26,6 +26,8 @@ constexpr std::size_t kMaxReadChunk = 256 * 1024;
 // cannot make us allocate more than this at once).
 constexpr std::size_t kDirectReadFrom = 64 * 1024;
 constexpr std::size_t kDirectReadUpTo = 16u << 20;
+// Event payloads up to this size that arrive whole share one buffer per read (FrameDecoder).
+constexpr std::size_t kSharePayloadsUpTo = 4 * 1024;
 }  // namespace
 
 Link::Link(Socket socket, std::string peer, std::string dial_address, std::string own_nonce, Owner& owner,
@@ -53,6 +55,7 @@ Link::Link(Socket socket, std::string peer, std::string dial_address, std::strin
     own_read_.reset(new std::uint8_t[kFirstReadChunk]);  // not zeroed
   }
   read_buffer_ = pooled_read_ ? pooled_read_ : own_read_.get();
+  decoder_.share_small_payloads(kSharePayloadsUpTo);
 }
 
 Link::~Link() {
@@ -144,7 +147,12 @@ void Link::on_read(const boost::system::error_code& ec, std::size_t n, bool dire
     }
     return;
   }
-  auto result = direct ? decoder_.filled(n) : decoder_.feed(std::span<const std::uint8_t>(read_buffer_, n));
+  DecodeResult& result = decoded_;  // kept: its capacity is reused by the next read
+  if (direct) {
+    decoder_.filled(n, result);
+  } else {
+    decoder_.feed(std::span<const std::uint8_t>(read_buffer_, n), result);
+  }
   if (!direct && n == read_capacity_ && read_capacity_ < kMaxReadChunk) {
     read_capacity_ *= 4;
     own_read_.reset(new std::uint8_t[read_capacity_]);
@@ -171,7 +179,7 @@ void Link::on_read(const boost::system::error_code& ec, std::size_t n, bool dire
       continue;
     }
     if (frame.type == FrameType::event) {
-      inbound_bytes_ += frame.topic.size() + frame.payload.size();
+      inbound_bytes_ += frame.topic.size() + frame.body().size();
       received_seq_ = frame.seq;
       events = true;
     }
@@ -262,6 +270,9 @@ void Link::append_frame_locked(const FrameHeader& header, const OutgoingEvent& e
     if (!spare_.empty()) {
       run.frames = std::move(spare_.back());
       spare_.pop_back();
+    } else if (!queue_.empty()) {
+      // A stream (a full run before it): the run's whole size at once, not grown by copies.
+      run.frames.reserve(kFramesChunk + size);
     }
     queue_.push_back(std::move(run));
   }

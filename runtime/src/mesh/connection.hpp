@@ -112,9 +112,15 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
                   bool permanent = false, const std::string& you = {});
 
   /// The receiver side of an event: its handlers ran (or it was dropped). Any thread.
-  void delivered(std::uint64_t seq, std::size_t bytes) noexcept;
+  void delivered(std::uint64_t seq, std::size_t bytes) noexcept { delivered_run(seq, seq, bytes); }
+  /// delivered() for the events numbered `first` to `last`, `bytes` in all. Any thread.
+  void delivered_run(std::uint64_t first, std::uint64_t last, std::size_t bytes) noexcept;
   /// Receipt: delivered(), and counts an unhandled event.
   void done(std::uint64_t seq, std::size_t bytes, bool handled) noexcept override;
+  /// Receipt: delivered_run().
+  void done_run(std::uint64_t first, std::uint64_t last, std::size_t bytes) noexcept override {
+    delivered_run(first, last, bytes);
+  }
   /// The peer acknowledged every event up to `seq`. Thread: io.
   void on_ack(std::uint64_t seq);
   /// Asks the peer (a ping) to acknowledge what it handled at once, when anything is unacked.
@@ -206,6 +212,7 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   boost::asio::steady_timer linger_timer_;
   boost::asio::steady_timer ack_timer_;
   FrameDecoder decoder_;
+  DecodeResult decoded_;  // io thread: the frames of the last read
   std::shared_ptr<ReadBufferPool> read_pool_;
   std::uint8_t* pooled_read_ = nullptr;           // io thread: from read_pool_, or null
   std::unique_ptr<std::uint8_t[]> own_read_;      // io thread: when not pooled

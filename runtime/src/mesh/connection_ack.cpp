@@ -3,6 +3,8 @@
 // written anyway or alone after kAckDelay, and the peer's acks of what this side sent.
 #include "connection.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include "link_limits.hpp"
@@ -12,20 +14,22 @@ namespace ditask::detail::mesh {
 namespace asio = boost::asio;
 using namespace link_limits;
 
-void Link::delivered(std::uint64_t seq, std::size_t bytes) noexcept {
+void Link::delivered_run(std::uint64_t first, std::uint64_t last, std::size_t bytes) noexcept {
   std::uint64_t watermark = 0;
   {
     std::lock_guard lock(delivered_mutex_);
     watermark = delivered_seq_.load(std::memory_order_relaxed);
-    if (seq == watermark + 1) {
-      watermark = seq;
-      while (!delivered_ahead_.empty() && *delivered_ahead_.begin() == watermark + 1) {
-        watermark = *delivered_ahead_.begin();
+    if (first == watermark + 1) {
+      watermark = last;
+      while (!delivered_ahead_.empty() && *delivered_ahead_.begin() <= watermark + 1) {
+        watermark = std::max(watermark, *delivered_ahead_.begin());
         delivered_ahead_.erase(delivered_ahead_.begin());
       }
       delivered_seq_.store(watermark);
-    } else if (seq > watermark) {
-      delivered_ahead_.insert(seq);
+    } else {
+      for (std::uint64_t seq = std::max(first, watermark + 1); seq <= last; ++seq) {
+        delivered_ahead_.insert(seq);
+      }
     }
   }
   const std::size_t before = inbound_bytes_.fetch_sub(bytes);

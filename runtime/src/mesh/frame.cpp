@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <utility>
 
 #include "ditask/error.hpp"
@@ -142,6 +143,13 @@ std::span<std::uint8_t> FrameDecoder::payload_tail(std::size_t min, std::size_t 
 
 DecodeResult FrameDecoder::filled(std::size_t n) {
   DecodeResult out;
+  filled(n, out);
+  return out;
+}
+
+void FrameDecoder::filled(std::size_t n, DecodeResult& out) {
+  out.frames.clear();
+  out.error.reset();
   direct_fill_ += n;
   if (direct_ && direct_fill_ == header_->payload_bytes) {
     direct_ = false;
@@ -149,7 +157,6 @@ DecodeResult FrameDecoder::filled(std::size_t n) {
     current_ = Frame{};
     header_.reset();
   }
-  return out;
 }
 
 bool FrameDecoder::fill_body(std::span<const std::uint8_t>& bytes) {
@@ -168,11 +175,62 @@ bool FrameDecoder::fill_body(std::span<const std::uint8_t>& bytes) {
 
 DecodeResult FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
   DecodeResult out;
+  feed(bytes, out);
+  return out;
+}
+
+bool FrameDecoder::take_whole_shared(std::span<const std::uint8_t>& bytes, std::shared_ptr<std::uint8_t[]>& chunk,
+                                     std::size_t& chunk_used, std::size_t& chunk_size, DecodeResult& out) {
+  if (bytes.size() < kHeaderSize || bytes[5] != static_cast<std::uint8_t>(FrameType::event)) {
+    return false;
+  }
+  const auto parsed = decode_header(bytes.first<kHeaderSize>(), max_frame_bytes_);
+  if (parsed.error) {
+    return false;  // the ordinary path reports it
+  }
+  const FrameHeader& h = parsed.header;
+  const std::size_t whole = kHeaderSize + h.topic_bytes + h.payload_bytes;
+  if (h.payload_bytes > share_below_ || bytes.size() < whole) {
+    return false;
+  }
+  if (!chunk || chunk_size - chunk_used < h.payload_bytes) {
+    // What is left of the read bounds the payloads still in it; a chunk is at most 32 KiB, so
+    // an event kept for long keeps little else alive with it.
+    constexpr std::size_t kMaxChunk = 32 * 1024;
+    chunk_size = std::max<std::size_t>(std::min(bytes.size(), kMaxChunk), h.payload_bytes);
+    chunk = std::make_shared_for_overwrite<std::uint8_t[]>(chunk_size);
+    chunk_used = 0;
+  }
+  const auto* topic = reinterpret_cast<const char*>(bytes.data() + kHeaderSize);
+  Frame& f = out.frames.emplace_back();
+  f.type = h.type;
+  f.flags = h.flags;
+  f.sender = h.sender;
+  f.seq = h.seq;
+  f.topic.assign(topic, h.topic_bytes);
+  std::memcpy(chunk.get() + chunk_used, bytes.data() + kHeaderSize + h.topic_bytes, h.payload_bytes);
+  f.shared = std::shared_ptr<const std::uint8_t>(chunk, chunk.get() + chunk_used);
+  f.shared_size = h.payload_bytes;
+  chunk_used += h.payload_bytes;
+  bytes = bytes.subspan(whole);
+  return true;
+}
+
+void FrameDecoder::feed(std::span<const std::uint8_t> bytes, DecodeResult& out) {
+  out.frames.clear();
+  out.error.reset();
   if (error_) {
     out.error = error_;
-    return out;
+    return;
   }
+  std::shared_ptr<std::uint8_t[]> chunk;  // this read's buffer for small payloads
+  std::size_t chunk_used = 0;
+  std::size_t chunk_size = 0;
   while (true) {
+    if (!header_ && header_fill_ == 0 && share_below_ > 0 &&
+        take_whole_shared(bytes, chunk, chunk_used, chunk_size, out)) {
+      continue;
+    }
     if (!header_) {
       if (bytes.empty()) {
         break;
@@ -184,7 +242,7 @@ DecodeResult FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
         if (auto bad = magic_error(header_bytes_.data())) {
           error_ = std::move(bad);
           out.error = error_;
-          return out;
+          return;
         }
       }
       header_fill_ += take;
@@ -197,7 +255,7 @@ DecodeResult FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
       if (parsed.error) {
         error_ = std::move(parsed.error);
         out.error = error_;
-        return out;
+        return;
       }
       header_ = parsed.header;
       // Exact sizes, checked against the limit above: a lying header cannot make us grow further.
@@ -215,7 +273,6 @@ DecodeResult FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
     current_ = Frame{};
     header_.reset();
   }
-  return out;
 }
 
 std::vector<std::uint8_t> encode_bye(std::string_view reason, bool permanent, std::string_view you) {

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -63,8 +64,16 @@ struct Frame {
   std::uint64_t sender = 0;
   std::uint64_t seq = 0;
   std::string topic;
-  std::vector<std::uint8_t> payload;
+  std::vector<std::uint8_t> payload;  ///< the payload, unless `shared` holds it
+  /// With FrameDecoder::share_small_payloads: a small event payload, in a buffer shared with the
+  /// other small events of the same read.
+  std::shared_ptr<const std::uint8_t> shared{};  // (initialised: Frame{...} may leave it out)
+  std::size_t shared_size = 0;
 
+  /// The payload's bytes, wherever they are.
+  std::span<const std::uint8_t> body() const noexcept {
+    return shared ? std::span<const std::uint8_t>(shared.get(), shared_size) : std::span<const std::uint8_t>(payload);
+  }
   bool operator==(const Frame&) const = default;
 };
 
@@ -119,6 +128,9 @@ class FrameDecoder {
   /// in the same chunk are returned together with the error. Errors: in the result, never thrown
   /// for bad input (std::bad_alloc may still escape).
   DecodeResult feed(std::span<const std::uint8_t> bytes);
+  /// feed() into `out`, which is emptied first and keeps its capacity (a reader's hot path:
+  /// no allocation per read for the list of frames).
+  void feed(std::span<const std::uint8_t> bytes, DecodeResult& out);
 
   /// While a frame's payload of at most `max_direct` bytes is arriving and at least `min` bytes
   /// of it are still missing: where they go, for the caller to read into directly (then
@@ -126,6 +138,13 @@ class FrameDecoder {
   std::span<std::uint8_t> payload_tail(std::size_t min, std::size_t max_direct);
   /// `n` bytes were read into payload_tail(); returns the frame once it is complete.
   DecodeResult filled(std::size_t n);
+  /// filled() into `out`, emptied first.
+  void filled(std::size_t n, DecodeResult& out);
+
+  /// From now on, event frames of at most `max_bytes` of payload that arrive whole in one feed()
+  /// carry their payload in `Frame::shared`: one buffer per feed() for all of them, instead of
+  /// one allocation each (the reader's hot path). 0 (the default): never.
+  void share_small_payloads(std::size_t max_bytes) noexcept { share_below_ = max_bytes; }
 
   /// True once feed has reported an error.
   bool poisoned() const noexcept { return error_.has_value(); }
@@ -135,6 +154,10 @@ class FrameDecoder {
  private:
   /// Moves body bytes from `bytes` into current_; true when the frame is complete.
   bool fill_body(std::span<const std::uint8_t>& bytes);
+  /// A whole small event frame at the start of `bytes`, its payload put in `chunk` (made on first
+  /// use, as large as what is left of the read): false (nothing taken) when it is not one.
+  bool take_whole_shared(std::span<const std::uint8_t>& bytes, std::shared_ptr<std::uint8_t[]>& chunk,
+                         std::size_t& chunk_used, std::size_t& chunk_size, DecodeResult& out);
 
   std::size_t max_frame_bytes_;
   std::array<std::uint8_t, kHeaderSize> header_bytes_{};
@@ -143,6 +166,7 @@ class FrameDecoder {
   Frame current_;
   bool direct_ = false;         // current_.payload is sized in full; direct_fill_ bytes of it are in
   std::size_t direct_fill_ = 0;
+  std::size_t share_below_ = 0;
   std::optional<std::string> error_;
 };
 

@@ -161,10 +161,11 @@ class Mesh final : public Transport, public Link::Owner {
   void publish_routes_locked();
   // Routes `target` from routes_ without the lock into `links`; false when the locked path must
   // decide (an expected peer not joined yet, or a node that is not a joined peer).
-  bool route_fast(const SendTarget& target, std::optional<std::int64_t> want,
-                  boost::container::small_vector<std::shared_ptr<Link>, 8>& links) const;
+  // `routes` keeps the links alive while they are used (no reference count per link and send).
+  bool route_fast(const SendTarget& target, std::optional<std::int64_t> want, std::shared_ptr<const Routes>& routes,
+                  boost::container::small_vector<Link*, 8>& links) const;
   // Throws when the event is larger than what one of `links` accepts.
-  static void check_frame_limits(const boost::container::small_vector<std::shared_ptr<Link>, 8>& links,
+  static void check_frame_limits(const boost::container::small_vector<Link*, 8>& links,
                                  std::string_view event, std::size_t size);
   /// True the first time `what` is asked about (keeps repeated refusals out of the log).
   bool first_time(const std::string& what);

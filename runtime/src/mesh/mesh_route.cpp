@@ -47,7 +47,7 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 }  // namespace
 
 void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
-  const std::size_t bytes = frame.topic.size() + frame.payload.size();
+  const std::size_t bytes = frame.topic.size() + frame.body().size();
   if (!link->established()) {
     DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": an event before the hello";
     link->close_here("an event before the hello");
@@ -66,9 +66,9 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   }
   RemoteEvent e;
   try {
-    e.packed = codec::locate_event_args(frame.payload);
+    e.packed = codec::locate_event_args(frame.body());
     if (!e.packed) {
-      e.args = codec::decode_event_args(frame.payload);
+      e.args = codec::decode_event_args(frame.body());
     }
   } catch (const std::exception& ex) {
     DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": event '"
@@ -77,9 +77,13 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     return;
   }
   if (relay_plan_.hub_relays() && (frame.flags & kFlagRelayed) == 0) {
-    relay(link, std::make_shared<Body>(Body{frame.topic, frame.payload}), frame.sender);
+    const auto payload = frame.body();
+    relay(link, std::make_shared<Body>(Body{frame.topic, {payload.begin(), payload.end()}}), frame.sender);
   }
-  if (e.packed) {
+  if (e.packed && frame.shared) {
+    e.packed->shared = std::move(frame.shared);
+    e.packed->shared_size = frame.shared_size;
+  } else if (e.packed) {
     e.packed->bytes = std::move(frame.payload);
   }
   e.event.assign(frame.topic, settings_.topic_prefix.size());
@@ -98,7 +102,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
 
 bool Mesh::relay_to_one(const std::shared_ptr<Link>& from, Frame& frame) {
   // "relay.<node>/task.<event>": a spoke's emit_to_node for another spoke.
-  const std::size_t bytes = frame.topic.size() + frame.payload.size();  // what the link counted in
+  const std::size_t bytes = frame.topic.size() + frame.body().size();  // what the link counted in
   const auto slash = frame.topic.find('/');
   std::int64_t node = -1;
   const char* digits = frame.topic.data() + std::strlen(kRelayPrefix);
@@ -109,6 +113,10 @@ bool Mesh::relay_to_one(const std::shared_ptr<Link>& from, Frame& frame) {
   frame.topic.erase(0, slash + 1);
   if (node == settings_.node_id) {
     return true;  // for the hub itself: an ordinary event from here on
+  }
+  if (frame.shared) {
+    const auto payload = frame.body();
+    frame.payload.assign(payload.begin(), payload.end());
   }
   auto body = std::make_shared<Body>(Body{frame.topic, std::move(frame.payload)});
   std::shared_ptr<Link> to;
@@ -247,8 +255,11 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   const bool to_self = self_delivery_ && (!target.node || *target.node == settings_.node_id) && target.label.empty();
   const std::optional<std::int64_t> want = hub ? hub : target.node;
   // On the stack for the usual handful of peers: send() is emit's hot path.
-  boost::container::small_vector<std::shared_ptr<Link>, 8> links;
-  if (route_fast(target, want, links)) {
+  // Raw pointers: `routes` (the fast path) or `owners` (the locked one) keeps them alive.
+  boost::container::small_vector<Link*, 8> links;
+  std::shared_ptr<const Routes> routes;
+  boost::container::small_vector<std::shared_ptr<Link>, 8> owners;
+  if (route_fast(target, want, routes, links)) {
     check_frame_limits(links, event, size);
   } else {
     links.clear();
@@ -263,8 +274,9 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
         if (!target.label.empty() && !labels_match(peers_.joined(*d.node)->record.labels, target.label)) {
           continue;
         }
-        if (std::find(links.begin(), links.end(), d.conn) == links.end()) {
-          links.push_back(d.conn);
+        if (std::find(links.begin(), links.end(), d.conn.get()) == links.end()) {
+          links.push_back(d.conn.get());
+          owners.push_back(d.conn);
         }
         found = true;
       } else if (!d.joined_ever && target.label.empty()) {
@@ -309,7 +321,8 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
       }
       if (d->joined_ever) {
         if (d->conn) {
-          links.push_back(d->conn);
+          links.push_back(d->conn.get());
+          owners.push_back(d->conn);
         }
         continue;
       }
@@ -321,7 +334,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   // A reply (a handler's first emit) or an emit right after a wait is written by this thread
   // when the link is idle; the io thread batches the rest.
   const bool write_here = !links.empty() && take_inline_write();
-  for (const auto& link : links) {
+  for (Link* link : links) {
     switch (link->send_event(out, static_cast<std::uint64_t>(settings_.node_id), 0, settings_.drop_when_full,
                              deadline, write_here)) {
       case SendResult::queued:
@@ -359,9 +372,9 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   }
 }
 
-void Mesh::check_frame_limits(const boost::container::small_vector<std::shared_ptr<Link>, 8>& links,
+void Mesh::check_frame_limits(const boost::container::small_vector<Link*, 8>& links,
                               std::string_view event, std::size_t size) {
-  for (const auto& link : links) {
+  for (const Link* link : links) {
     const auto limit = link->hello()->max_frame_bytes;
     if (size > limit) {
       throw Error("event '" + std::string(event) + "' is " + std::to_string(size) + " bytes, more than " +
@@ -381,8 +394,8 @@ void Mesh::publish_routes_locked() {
 }
 
 bool Mesh::route_fast(const SendTarget& target, std::optional<std::int64_t> want,
-                      boost::container::small_vector<std::shared_ptr<Link>, 8>& links) const {
-  const auto routes = routes_.load();
+                      std::shared_ptr<const Routes>& routes, boost::container::small_vector<Link*, 8>& links) const {
+  routes = routes_.load();
   if (!routes || routes->early_pending) {
     return false;
   }
@@ -390,7 +403,7 @@ bool Mesh::route_fast(const SendTarget& target, std::optional<std::int64_t> want
     if ((want && peer.node != *want) || (!target.label.empty() && !labels_match(peer.labels, target.label))) {
       continue;
     }
-    links.push_back(peer.link);
+    links.push_back(peer.link.get());
   }
   return !(target.node && links.empty());  // not a joined peer: the locked path tells why
 }

@@ -242,11 +242,14 @@ void RpcEngine::finish_replies(std::vector<RemoteEvent>& replies) {
     std::vector<std::function<void()>> callbacks;
   };
   boost::container::small_vector<Done, 32> done;
-  for (auto& e : replies) {
-    if (e.receipt) {
-      e.receipt->done(e.seq, e.bytes, true);
+  {
+    ReceiptRun told;  // a batch's replies are acknowledged in runs
+    for (auto& e : replies) {
+      told.add(e.receipt, e.seq, e.bytes, true);
       e.receipt.reset();
     }
+  }
+  for (auto& e : replies) {
     Done d{&e, {}, nullptr, false, {}};
     if (!rpc_wire::read_reply_header(e, d.header)) {
       DITASK_LOG(warn, "rpc") << "ignoring a malformed reply from node " << (e.meta ? e.meta->sender : -1);

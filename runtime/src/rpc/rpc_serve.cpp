@@ -34,10 +34,6 @@ thread_local void* t_call = nullptr;  // RpcEngine::Served* (private type)
 }  // namespace
 
 std::unique_ptr<RpcEngine::Served> RpcEngine::admit_call(RemoteEvent&& e) {
-  if (e.receipt) {
-    e.receipt->done(e.seq, e.bytes, true);  // acknowledged on arrival: a queue of calls never stalls the link
-    e.receipt.reset();
-  }
   auto call = std::make_unique<Served>();
   if (!rpc_wire::read_call_header(e, call->header)) {
     DITASK_LOG(warn, "rpc") << "ignoring a malformed call from node " << (e.meta ? e.meta->sender : -1);
@@ -80,6 +76,13 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
     jobs.clear();
     batch.clear();
   };
+  {
+    ReceiptRun told;  // acknowledged on arrival (in runs): a queue of calls never stalls the link
+    for (auto& e : calls) {
+      told.add(e.receipt, e.seq, e.bytes, true);
+      e.receipt.reset();
+    }
+  }
   for (auto& e : calls) {
     auto owned = admit_call(std::move(e));
     if (!owned) {

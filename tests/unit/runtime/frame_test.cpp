@@ -174,6 +174,71 @@ TEST_CASE("a two-frame stream decodes the same at every split point", "[mesh][fr
   }
 }
 
+TEST_CASE("frames: small whole event payloads of one read share a buffer, others keep their own",
+          "[mesh][frame]") {
+  const mesh::Frame frames[] = {
+      make_frame(mesh::FrameType::event, "a", Bytes(10, 1), 1),
+      make_frame(mesh::FrameType::event, "b", Bytes(20, 2), 2),
+      make_frame(mesh::FrameType::hello, "", bytes_of("not an event"), 3),
+      make_frame(mesh::FrameType::event, "big", Bytes(5000, 3), 4),  // over the limit below
+      make_frame(mesh::FrameType::event, "c", Bytes(30, 4), 5),
+  };
+  Bytes stream;
+  for (const auto& f : frames) {
+    const auto e = mesh::encode(f);
+    stream.insert(stream.end(), e.begin(), e.end());
+  }
+  const auto same_buffer = [](const mesh::Frame& x, const mesh::Frame& y) {
+    return x.shared && y.shared && !x.shared.owner_before(y.shared) && !y.shared.owner_before(x.shared);
+  };
+  SECTION("in one read") {
+    mesh::FrameDecoder d(1 << 20);
+    d.share_small_payloads(4096);
+    mesh::DecodeResult r;
+    d.feed(stream, r);
+    REQUIRE_FALSE(r.error);
+    REQUIRE(r.frames.size() == 5);
+    for (std::size_t i = 0; i < 5; ++i) {
+      CAPTURE(i);
+      CHECK(r.frames[i].topic == frames[i].topic);
+      CHECK(r.frames[i].seq == frames[i].seq);
+      const auto body = r.frames[i].body();
+      CHECK(Bytes(body.begin(), body.end()) == frames[i].payload);
+    }
+    CHECK(same_buffer(r.frames[0], r.frames[1]));
+    CHECK(same_buffer(r.frames[1], r.frames[4]));
+    CHECK(r.frames[0].payload.empty());
+    CHECK_FALSE(r.frames[2].shared);  // a hello
+    CHECK_FALSE(r.frames[3].shared);  // too large
+    // A payload outlives the decoder and the other frames of its read.
+    const auto kept = r.frames[1].shared;
+    r = {};
+    d = mesh::FrameDecoder(1 << 20);
+    CHECK(Bytes(kept.get(), kept.get() + 20) == Bytes(20, 2));
+  }
+  SECTION("cut at every point, each frame decodes the same, shared only when it came whole") {
+    for (std::size_t split = 0; split <= stream.size(); ++split) {
+      CAPTURE(split);
+      mesh::FrameDecoder d(1 << 20);
+      d.share_small_payloads(4096);
+      mesh::DecodeResult first;
+      mesh::DecodeResult second;
+      d.feed(std::span(stream).first(split), first);
+      d.feed(std::span(stream).subspan(split), second);
+      REQUIRE_FALSE(first.error);
+      REQUIRE_FALSE(second.error);
+      std::vector<mesh::Frame> all = first.frames;
+      all.insert(all.end(), second.frames.begin(), second.frames.end());
+      REQUIRE(all.size() == 5);
+      for (std::size_t i = 0; i < 5; ++i) {
+        const auto body = all[i].body();
+        CHECK(Bytes(body.begin(), body.end()) == frames[i].payload);
+        CHECK(all[i].topic == frames[i].topic);
+      }
+    }
+  }
+}
+
 TEST_CASE("the decoder names what is wrong with a bad header", "[mesh][frame]") {
   CHECK(frame_error_of(header_with(0, 'X')) == "bad magic 0x4b535458 (not a ditask peer?)");
   CHECK(frame_error_of(header_with(4, 1)) == "unsupported wire version 1 (this build speaks 2)");

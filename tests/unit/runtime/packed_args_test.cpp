@@ -113,6 +113,21 @@ TEST_CASE("packed_args: locate_event_args finds the positional arguments of both
     CHECK_THROWS_WITH(codec::locate_event_args(invalid), Catch::Contains("0xc1"));
     CHECK_THROWS_WITH(codec::locate_event_args(Bytes{}), Catch::Contains("malformed event payload"));
   }
+  SECTION("the nesting limit counts the envelope's own two levels, and named argument keys are strings") {
+    // {"a": [[[...[1]...]]], "k": {}} with the argument nested `depth` arrays deep.
+    const auto nested = [](std::size_t depth) {
+      Bytes wire{0x82, 0xa1, 'a', 0x91};
+      wire.insert(wire.end(), depth, 0x91);
+      wire.push_back(0x01);
+      wire.insert(wire.end(), {0xa1, 'k', 0x80});
+      return wire;
+    };
+    CHECK(codec::locate_event_args(nested(codec::kMaxNesting - 2)));
+    CHECK_THROWS_WITH(codec::locate_event_args(nested(codec::kMaxNesting - 1)),
+                      Catch::Contains("nested deeper than"));
+    const Bytes int_key{0x82, 0xa1, 'a', 0x90, 0xa1, 'k', 0x81, 0x01, 0x02};  // {"a": [], "k": {1: 2}}
+    CHECK_THROWS_WITH(codec::locate_event_args(int_key), Catch::Contains("not a string"));
+  }
 }
 
 TEST_CASE("packed_args: the fast read gives what the JSON path gives, or declines", "[packed]") {
