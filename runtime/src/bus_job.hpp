@@ -42,6 +42,9 @@ struct KeptMark {
 
 /// One queued event.
 struct BusJob {
+  // User-provided, so that a job made in place (queue_.emplace_back()) is not first zeroed whole
+  // (value-initialisation of a class without one zeroes every byte, then runs the initialisers).
+  BusJob() noexcept {}  // NOLINT(modernize-use-equals-default)
   std::string event;
   std::optional<EventArgs> args;        ///< local events and runtime notices
   std::optional<PackedPayload> packed;  ///< remote events, as they came

@@ -69,6 +69,7 @@ void EventBus::stop() noexcept {
     }
   }
   handlers_.clear();
+  handlers_changed_locked();
 }
 
 void EventBus::set_local_meta(std::shared_ptr<const EventMeta> meta) {
@@ -100,6 +101,7 @@ std::uint64_t EventBus::register_entry(std::string event, std::shared_ptr<Entry>
     replays_.clear();
     window_.replay_for(entry, event, replays_);
     handlers_[std::move(event)].push_back(std::move(entry));
+    handlers_changed_locked();
     for (auto& job : replays_) {
       push_locked(std::move(job));
     }
@@ -269,6 +271,7 @@ std::size_t EventBus::erase_matching(std::string_view pattern) {
       removed += it->second.size();
       interest_.erase(it->first);
       it = handlers_.erase(it);
+      handlers_changed_locked();
     } else {
       ++it;
     }
@@ -291,6 +294,7 @@ bool EventBus::remove(std::string_view event, std::uint64_t id, bool keep_intere
     }
     (*pos)->alive = false;
     entries.erase(pos);
+    handlers_changed_locked();
     if (entries.empty()) {
       if (!keep_interest) {
         interest_.erase(it->first);
@@ -386,6 +390,7 @@ bool EventBus::claim(Entry& entry) {
       if (entries.empty()) {
         handlers_.erase(event);
       }
+      handlers_changed_locked();
       break;
     }
   }
@@ -398,19 +403,33 @@ bool EventBus::settle_locked(KeptMark& mark, bool handled) {
   return mark.closed && mark.pending == 0 && !mark.handled;
 }
 
+void EventBus::handlers_changed_locked() noexcept {
+  handlers_version_.store(handlers_version_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
 void EventBus::dispatch(const BusJob& job, ReceiptRun& told) {
+  // The handlers of the last event dispatched are kept while no handler is added or removed
+  // (a run of one event takes the lock once). Using them unlocked is safe: one removed since
+  // is skipped by claim(), one added since is newer than the job and would be skipped anyway.
+  auto& registered = cached_entries_;  // dispatcher thread only, like the rest of this cache
+  if (job.only) {
+    cached_version_ = ~std::uint64_t{0};
+    registered.clear();
+    registered.push_back(job.only);  // a kept event replayed for the handler registered later
+  } else if (cached_version_ != handlers_version_.load(std::memory_order_acquire) || cached_event_ != job.event) {
+    std::lock_guard lock(mutex_);
+    registered.clear();
+    cached_version_ = handlers_version_.load(std::memory_order_relaxed);
+    cached_event_ = job.event;
+    if (auto it = handlers_.find(job.event); it != handlers_.end()) {
+      registered = it->second;
+    }
+  }
   auto& entries = dispatch_entries_;  // dispatcher thread only: reused, so no allocation per event
   entries.clear();
-  {
-    std::lock_guard lock(mutex_);
-    if (job.only) {
-      entries.push_back(job.only);  // a kept event replayed for the handler registered later
-    } else if (auto it = handlers_.find(job.event); it != handlers_.end()) {
-      for (const auto& entry : it->second) {
-        if (entry->since < job.order) {  // a handler registered after the emit does not see it
-          entries.push_back(entry);
-        }
-      }
+  for (const auto& entry : registered) {
+    if (job.only || entry->since < job.order) {  // a handler registered after the emit does not see it
+      entries.push_back(entry.get());
     }
   }
   bool handled = false;

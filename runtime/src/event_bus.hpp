@@ -115,6 +115,8 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   // Registers `entry` with its replays; its id, or 0 for a waiter refused in abort mode.
   std::uint64_t register_entry(std::string event, std::shared_ptr<Entry> entry);
   void dispatch(const BusJob& job, ReceiptRun& told);
+  // Marks handlers_ changed (for the dispatcher's cache). Caller holds mutex_.
+  void handlers_changed_locked() noexcept;
   // After a job of a kept event ran: true when it was the last pending one of an event that no
   // handler saw and whose window has closed (then it counts as unhandled). Caller holds mutex_.
   static bool settle_locked(KeptMark& mark, bool handled);
@@ -135,6 +137,8 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   std::condition_variable queued_;
   std::condition_variable done_;
   std::map<std::string, std::vector<std::shared_ptr<Entry>>, std::less<>> handlers_;  // guarded
+  // Changed (under mutex_) whenever handlers_ is; read without it by the dispatcher's cache.
+  std::atomic<std::uint64_t> handlers_version_{0};
   std::vector<BusJob> queue_;        // guarded by mutex_
   std::uint64_t next_id_ = 1;        // guarded by mutex_
   std::uint64_t posted_ = 0;         // guarded by mutex_: the last job's order
@@ -147,7 +151,12 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   StartupWindow window_;             // guarded by mutex_
   bool warned_window_full_ = false;  // guarded by mutex_
   std::vector<BusJob> replays_;      // guarded by mutex_: scratch for register_entry
-  std::vector<std::shared_ptr<Entry>> dispatch_entries_;  // dispatcher thread only
+  // Dispatcher thread only: the handlers of cached_event_ as of cached_version_, and the ones
+  // of them that take the job being dispatched.
+  std::vector<std::shared_ptr<Entry>> cached_entries_;
+  std::string cached_event_;
+  std::uint64_t cached_version_ = ~std::uint64_t{0};
+  std::vector<Entry*> dispatch_entries_;
   std::vector<BusJob> batch_;                              // dispatcher thread only
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};

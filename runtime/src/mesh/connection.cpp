@@ -270,8 +270,9 @@ void Link::append_frame_locked(const FrameHeader& header, const OutgoingEvent& e
     if (!spare_.empty()) {
       run.frames = std::move(spare_.back());
       spare_.pop_back();
-    } else if (!queue_.empty()) {
-      // A stream (a full run before it): the run's whole size at once, not grown by copies.
+    } else if (!queue_.empty() || write_active_) {
+      // A stream (a full run before it, or a write still going): the run's whole size at once,
+      // not grown by copies.
       run.frames.reserve(kFramesChunk + size);
     }
     queue_.push_back(std::move(run));

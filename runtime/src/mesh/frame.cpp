@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "ditask/error.hpp"
@@ -179,6 +180,54 @@ DecodeResult FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
   return out;
 }
 
+namespace {
+
+// Full-size payload chunks (FrameDecoder::share_small_payloads), kept for reuse once their last
+// event is gone: a stream's reads then fill warm memory, not fresh pages (each a page fault and
+// a zeroing). At most kKept are kept. Thread: any (the io threads take, dispatchers give back).
+class PayloadChunkRecycler {
+ public:
+  static constexpr std::size_t kChunk = 32 * 1024;
+  static constexpr std::size_t kKept = 64;
+  PayloadChunkRecycler() { free_.reserve(kKept); }
+  std::shared_ptr<std::uint8_t[]> take() {
+    std::uint8_t* raw = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        raw = free_.back();
+        free_.pop_back();
+      }
+    }
+    if (raw == nullptr) {
+      raw = new std::uint8_t[kChunk];  // not zeroed: every byte read was written first
+    }
+    return {raw, [this](std::uint8_t* p) { give_back(p); }};
+  }
+
+ private:
+  void give_back(std::uint8_t* p) noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      if (free_.size() < kKept) {
+        free_.push_back(p);  // reserved: never allocates
+        return;
+      }
+    }
+    delete[] p;
+  }
+  std::mutex mutex_;
+  std::vector<std::uint8_t*> free_;  // guarded by mutex_
+};
+
+// Never destroyed: a chunk may be given back by a thread still running at exit.
+PayloadChunkRecycler& payload_chunks() {
+  static auto* recycler = new PayloadChunkRecycler;  // NOLINT(cppcoreguidelines-owning-memory)
+  return *recycler;
+}
+
+}  // namespace
+
 bool FrameDecoder::take_whole_shared(std::span<const std::uint8_t>& bytes, std::shared_ptr<std::uint8_t[]>& chunk,
                                      std::size_t& chunk_used, std::size_t& chunk_size, DecodeResult& out) {
   if (bytes.size() < kHeaderSize || bytes[5] != static_cast<std::uint8_t>(FrameType::event)) {
@@ -195,10 +244,16 @@ bool FrameDecoder::take_whole_shared(std::span<const std::uint8_t>& bytes, std::
   }
   if (!chunk || chunk_size - chunk_used < h.payload_bytes) {
     // What is left of the read bounds the payloads still in it; a chunk is at most 32 KiB, so
-    // an event kept for long keeps little else alive with it.
-    constexpr std::size_t kMaxChunk = 32 * 1024;
-    chunk_size = std::max<std::size_t>(std::min(bytes.size(), kMaxChunk), h.payload_bytes);
-    chunk = std::make_shared_for_overwrite<std::uint8_t[]>(chunk_size);
+    // an event kept for long keeps little else alive with it. A long read (a stream) takes a
+    // recycled full-size one.
+    constexpr std::size_t kMaxChunk = PayloadChunkRecycler::kChunk;
+    if (bytes.size() >= kMaxChunk && h.payload_bytes <= kMaxChunk) {
+      chunk = payload_chunks().take();
+      chunk_size = kMaxChunk;
+    } else {
+      chunk_size = std::max<std::size_t>(std::min(bytes.size(), kMaxChunk), h.payload_bytes);
+      chunk = std::make_shared_for_overwrite<std::uint8_t[]>(chunk_size);
+    }
     chunk_used = 0;
   }
   const auto* topic = reinterpret_cast<const char*>(bytes.data() + kHeaderSize);

@@ -12,7 +12,7 @@ constexpr std::size_t kMaxBatchFrames = 4096;       ///< frames in one write
 constexpr std::size_t kMaxBatchBytes = 4u << 20;    ///< bytes in one write (about)
 constexpr std::size_t kStageBelow = 16 * 1024;      ///< payloads up to this size are copied, not shared
 constexpr std::size_t kFramesChunk = 256 * 1024;    ///< a run of copied frames grows up to about this
-constexpr std::size_t kSpareBuffers = 4;            ///< emptied runs kept for reuse
+constexpr std::size_t kSpareBuffers = 16;           ///< emptied runs kept for reuse
 constexpr std::size_t kInlineIovecs = 64;           ///< iovecs per sendmsg of an inline write
 /// An ack goes alone (no frame to ride on) at most about twice this long after the read that
 /// brought the events it acknowledges; at once while the peer waits for it (it sent a ping).
