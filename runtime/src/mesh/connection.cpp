@@ -266,13 +266,14 @@ SendResult Link::send_event(OutgoingEvent& event, std::uint64_t sender, std::uin
 
 void Link::append_frame_locked(const FrameHeader& header, const OutgoingEvent& event, std::size_t size) {
   if (queue_.empty() || queue_.back().frames.empty() || queue_.back().frames.size() >= kFramesChunk) {
+    streamed_ = streamed_ || (!queue_.empty() && queue_.back().frames.size() >= kFramesChunk);
     Out run;
     if (!spare_.empty()) {
       run.frames = std::move(spare_.back());
       spare_.pop_back();
-    } else if (!queue_.empty() || write_active_) {
-      // A stream (a full run before it, or a write still going): the run's whole size at once,
-      // not grown by copies.
+    } else if (streamed_) {
+      // A link that carried a stream (it filled a run before): the run's whole size at once, not
+      // grown by copies. Others (the many links of a large job) start small.
       run.frames.reserve(kFramesChunk + size);
     }
     queue_.push_back(std::move(run));

@@ -228,6 +228,7 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   std::vector<std::uint8_t> staging_;   // small frames of that batch, copied (token holder)
   std::vector<boost::asio::const_buffer> buffers_;  // that batch as buffers (token holder)
   std::vector<std::vector<std::uint8_t>> spare_;  // emptied Out::frames buffers, reused
+  bool streamed_ = false;  // guarded by mutex_: a run of frames filled up once (the link carries a stream)
   std::size_t queued_bytes_ = 0;        // queue_ + writing_ event bytes
   bool write_active_ = false;           // the write token: a write is posted or in progress
   bool inline_writing_ = false;         // an emitting thread is writing (the socket stays open)
