@@ -33,6 +33,22 @@ std::vector<std::string> over_redis(const RedisServer& redis, std::vector<std::s
   return args;
 }
 
+// Starts the stalled_reader entry (48 events of 1 MiB from node 1 to node 0) with `more` ditask
+// options, stops node 0 (SIGSTOP) once both are up, then lets node 1 send; node 0's pid.
+pid_t start_stalled_reader(DitaskProcess& p, const RedisServer& redis, std::vector<std::string> more) {
+  p.start(over_redis(redis, mesh_args("stalled_reader", 2, std::move(more)), {"count=48", "size=1048576"}));
+  p.require_line("[node 0] READING pid=", 60s);
+  p.require_line("[node 1] WAITING pid=", 60s);
+  const auto readers = numbers_after(p.out(), "[node 0] READING pid=");
+  const auto senders = numbers_after(p.out(), "[node 1] WAITING pid=");
+  REQUIRE(readers.size() == 1);
+  REQUIRE(senders.size() == 1);
+  const pid_t reader = readers[0];
+  REQUIRE(::kill(reader, SIGSTOP) == 0);
+  REQUIRE(::kill(senders[0], SIGUSR1) == 0);
+  return reader;
+}
+
 // What Redis sees: how many clients subscribe to a channel (CLIENT LIST), and how many bytes it
 // has read from all its clients (INFO stats).
 struct RedisTraffic {
@@ -182,15 +198,7 @@ TEST_CASE("redis: a stopped reader holds its sender back to a window, Redis neve
   // reader (48 MiB as fast as it can) would pass it at once while the reader is stopped.
   RedisServer redis({}, {"--client-output-buffer-limit", "pubsub 8mb 8mb 0"});
   DitaskProcess p;
-  p.start(over_redis(redis, mesh_args("stalled_reader", 2), {"count=48", "size=1048576"}));
-  p.require_line("[node 0] READING pid=", 60s);
-  p.require_line("[node 1] WAITING pid=", 60s);
-  const auto readers = numbers_after(p.out(), "[node 0] READING pid=");
-  const auto senders = numbers_after(p.out(), "[node 1] WAITING pid=");
-  REQUIRE(readers.size() == 1);
-  REQUIRE(senders.size() == 1);
-  REQUIRE(::kill(readers[0], SIGSTOP) == 0);
-  REQUIRE(::kill(senders[0], SIGUSR1) == 0);
+  const pid_t reader = start_stalled_reader(p, redis, {});
   // What node 1 sends grows until it waits for the reader, then stays (or, with no window,
   // Redis closes the reader's subscription).
   RedisTraffic seen = redis_traffic(redis);
@@ -203,7 +211,7 @@ TEST_CASE("redis: a stopped reader holds its sender back to a window, Redis neve
       break;
     }
   }
-  REQUIRE(::kill(readers[0], SIGCONT) == 0);
+  REQUIRE(::kill(reader, SIGCONT) == 0);
   auto r = p.wait(120s);
   INFO(describe(r) << "\nsubscribers=" << seen.subscribers << " bytes into Redis=" << seen.bytes_in);
   CHECK(seen.subscribers == 2);
@@ -218,18 +226,10 @@ TEST_CASE("redis: an emit that waits past --send-timeout for a stopped reader fa
           "[redis][integration]") {
   RedisServer redis;
   DitaskProcess p;
-  p.start(over_redis(redis, mesh_args("stalled_reader", 2, {"--send-timeout", "1"}), {"count=48", "size=1048576"}));
-  p.require_line("[node 0] READING pid=", 60s);
-  p.require_line("[node 1] WAITING pid=", 60s);
-  const auto readers = numbers_after(p.out(), "[node 0] READING pid=");
-  const auto senders = numbers_after(p.out(), "[node 1] WAITING pid=");
-  REQUIRE(readers.size() == 1);
-  REQUIRE(senders.size() == 1);
-  REQUIRE(::kill(readers[0], SIGSTOP) == 0);
-  REQUIRE(::kill(senders[0], SIGUSR1) == 0);
+  const pid_t reader = start_stalled_reader(p, redis, {"--send-timeout", "1"});
   // The window (4 MiB) fills with the first frames; the next emit waits 1 s, then fails.
   const bool failed = p.wait_for_line("to read the ", 120s);
-  REQUIRE(::kill(readers[0], SIGCONT) == 0);
+  REQUIRE(::kill(reader, SIGCONT) == 0);
   auto r = p.wait(120s);
   INFO(describe(r));
   REQUIRE(failed);

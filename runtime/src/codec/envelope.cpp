@@ -101,6 +101,7 @@ std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> pay
   if (auto located = locate_in_one_pass(payload)) {
     return located;
   }
+  // Malformed, or another layout: a check of the whole value tells which, and words the error.
   try {
     if (const std::size_t end = skip_value(payload, 0, kMaxNesting); end != payload.size()) {
       malformed(std::to_string(payload.size() - end) + " bytes after the value");
@@ -111,29 +112,9 @@ std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> pay
     }
     malformed(e.what());
   }
-  // Known well-formed from here on: only the envelope's own layout is located.
-  Reader reader(payload);
-  Reader::Item item;
-  const auto is_key = [&](char name) {
-    return reader.next(item) && item.kind == Reader::Kind::str && item.count == 1 &&
-           item.data[0] == static_cast<std::uint8_t>(name);
-  };
-  if (!reader.next(item) || item.kind != Reader::Kind::map || item.count != 2 || !is_key('a') ||
-      !reader.next(item) || item.kind != Reader::Kind::array) {
-    return std::nullopt;
-  }
-  PackedPayload p;
-  p.count = static_cast<std::size_t>(item.count);
-  p.args_begin = reader.offset();
-  for (std::size_t i = 0; i < p.count; ++i) {
-    reader.skip(kMaxNesting);
-  }
-  p.args_end = reader.offset();
-  if (!is_key('k') || !reader.next(item) || item.kind != Reader::Kind::map) {
-    return std::nullopt;
-  }
-  p.named_count = static_cast<std::size_t>(item.count);
-  return p;
+  // Well-formed, so the one pass failed on the layout alone: not the envelope (the JSON path
+  // decides what it is).
+  return std::nullopt;
 }
 
 }  // namespace ditask::detail::codec
