@@ -29,7 +29,8 @@ std::string stats_line() {
 // 10 "late"; after node 1 removed it (off), 10 "late" again. Node 1 says "armed" before each
 // round. RESULT lines: node 1 "wanted=50 late=10 <stats>", node 0 "<stats>" (received counts
 // event frames, unhandled those no handler took, here or, over Redis, not sent for that reason;
-// node 1 prints once node 0 did, with a fourth mark).
+// node 1 prints once node 0 did: it says "armed" a fourth time once it counted, and node 0
+// answers with a fourth mark).
 DITASK_MAIN(interest) {
   auto& task = ditask::task();
   Shared<InterestState> state;
@@ -48,7 +49,9 @@ DITASK_MAIN(interest) {
     state.wait([](const InterestState& s) { return s.marks == 3; }, "mark 3");
     const auto s = state.get();
     const auto line = "wanted=" + std::to_string(s.wanted) + " late=" + std::to_string(s.late) + " " + stats_line();
-    // Node 0 counts before this node's stop sends it a finish.
+    // Node 0 counted before this; its fourth mark comes only after this "armed", so mark 3 is
+    // never overtaken (a wait for marks == 3 would miss it) and nothing more is counted above.
+    task.emit_to_node(0, "armed");
     state.wait([](const InterestState& st) { return st.marks == 4; }, "node 0's report");
     result(line);
     return;
@@ -70,8 +73,10 @@ DITASK_MAIN(interest) {
   for (int i = 0; i < 10; ++i) {
     task.emit_to_node(1, "late");
   }
-  task.emit_to_node(1, "mark");
   drain();
-  result(stats_line());
+  const auto line = stats_line();  // before node 1 can send its fourth "armed"
+  task.emit_to_node(1, "mark");
+  result(line);
+  state.wait([](const InterestState& s) { return s.marks == 4; }, "node 1's count (armed 4)");
   task.emit_to_node(1, "mark");  // reported
 }
