@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The Redis transport's life: connecting (with backoff), logging in, subscribing, announcing
-// this node, finding and watching its peers, and the goodbye. Sending and receiving:
-// redis_route.cpp.
+// this node, finding and watching its peers, and the goodbye. Sending: redis_route.cpp;
+// receiving: redis_receive.cpp.
 // At -O2 and above GCC 12 sees a null dereference in Asio's own executor comparison inlined
 // into the hiredis hooks: a false positive (as for tests/bench/raw_mesh_bench.cpp).
 #pragma GCC diagnostic ignored "-Wnull-dereference"

@@ -120,7 +120,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void fail_permanently(const std::string& message, const std::string& hint);
   void say_goodbye(bool failed);
   bool reached_once_now() const;
-  // ---- io thread: peers and events (redis_route.cpp) ----
+  // ---- io thread: peers and events (redis_route.cpp sends, redis_receive.cpp receives) ----
   void on_control(const redisReply* reply);
   void on_message(const redisReply* reply);
   // Tells `sender` what of its events this node read (or counted as lost).
