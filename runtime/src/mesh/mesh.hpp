@@ -194,7 +194,12 @@ class Mesh final : public Transport, public Link::Owner {
   bool stopping_ = false;
   bool shut_down_ = false;
   std::set<std::string> logged_;
-  std::atomic<std::shared_ptr<const Routes>> routes_;  // written under mutex_, read by any thread
+  // The route table: replaced under mutex_ (then routes_mutex_), copied by any thread under
+  // routes_mutex_ alone. Not std::atomic<std::shared_ptr>: libstdc++ 12's load() unlocks with
+  // a relaxed order, so a load's read of the pointer and the next store's write are unordered
+  // (ThreadSanitizer reports it); a mutex costs the same two atomic operations per read.
+  mutable std::mutex routes_mutex_;
+  std::shared_ptr<const Routes> routes_;
 
   Inbox inbox_;                         // the attached task's sink (or what waits for it)
 

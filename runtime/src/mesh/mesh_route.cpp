@@ -390,12 +390,19 @@ void Mesh::publish_routes_locked() {
     routes->peers.push_back(Routes::Peer{node, j.conn, j.record.labels});
   }
   routes->early_pending = peers_.any_not_joined();
-  routes_.store(std::move(routes));
+  std::shared_ptr<const Routes> old = std::move(routes);
+  {
+    std::lock_guard lock(routes_mutex_);
+    routes_.swap(old);
+  }  // `old`, the table replaced, is released after the lock
 }
 
 bool Mesh::route_fast(const SendTarget& target, std::optional<std::int64_t> want,
                       std::shared_ptr<const Routes>& routes, boost::container::small_vector<Link*, 8>& links) const {
-  routes = routes_.load();
+  {
+    std::lock_guard lock(routes_mutex_);
+    routes = routes_;
+  }
   if (!routes || routes->early_pending) {
     return false;
   }
