@@ -3,7 +3,6 @@
 // receiving task events. DESIGN.md "Topology and addressing", "Wire protocol", "Threading".
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>

@@ -390,11 +390,11 @@ void Mesh::publish_routes_locked() {
     routes->peers.push_back(Routes::Peer{node, j.conn, j.record.labels});
   }
   routes->early_pending = peers_.any_not_joined();
-  std::shared_ptr<const Routes> old = std::move(routes);
+  std::shared_ptr<const Routes> swapped = std::move(routes);
   {
     std::lock_guard lock(routes_mutex_);
-    routes_.swap(old);
-  }  // `old`, the table replaced, is released after the lock
+    routes_.swap(swapped);
+  }  // `swapped` now holds the replaced table: released here, after the lock
 }
 
 bool Mesh::route_fast(const SendTarget& target, std::optional<std::int64_t> want,
