@@ -26,6 +26,7 @@
 #include "frame.hpp"
 #include "handshake.hpp"
 #include "hello.hpp"
+#include "link_limits.hpp"
 #include "outgoing_event.hpp"
 #include "read_buffer_pool.hpp"
 
@@ -253,6 +254,7 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   bool ack_timer_armed_ = false;        // io thread
   std::uint64_t received_seq_ = 0;      // io thread: the last event seq read
   std::uint64_t ack_sent_at_tick_ = 0;  // io thread: ack_sent_ at the ack timer's last tick
+  std::chrono::milliseconds ack_tick_ = link_limits::kAckDelay;  // io thread: the ack timer's next interval
   std::atomic<std::size_t> inbound_bytes_{0};
   std::atomic<bool> read_paused_{false};
   bool reading_ = false;                // io thread: a read is outstanding

@@ -80,16 +80,20 @@ void Link::arm_ack_timer() {
     return;
   }
   ack_timer_armed_ = true;
-  ack_timer_.expires_after(kAckDelay);
+  ack_timer_.expires_after(ack_tick_);
   ack_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     self->ack_timer_armed_ = false;
     if (ec || self->closed_here_) {  // cancelled, or closed after this tick was queued
       return;
     }
-    // Acks that rode on frames since the last tick will ride on the next ones too: wait a tick.
+    // Acks that rode on frames since the last tick will ride on the next ones too: wait a tick,
+    // a longer one each time (kAckDelayRiding), so a steady exchange is rarely woken for nothing.
     const std::uint64_t sent = self->ack_sent_seen_.load();
     if (sent == self->ack_sent_at_tick_) {
       self->send_ack();
+      self->ack_tick_ = kAckDelay;
+    } else {
+      self->ack_tick_ = std::min(self->ack_tick_ * 2, kAckDelayRiding);
     }
     self->ack_sent_at_tick_ = sent;
     bool again = false;
@@ -101,6 +105,8 @@ void Link::arm_ack_timer() {
     }
     if (again) {
       self->arm_ack_timer();
+    } else {
+      self->ack_tick_ = kAckDelay;  // nothing outstanding: the next read starts a short tick
     }
   });
 }

@@ -18,6 +18,11 @@ constexpr std::size_t kInlineIovecs = 64;           ///< iovecs per sendmsg of a
 /// brought the events it acknowledges; at once while the peer waits for it (it sent a ping).
 /// Each tick wakes the io thread: ticks are rare so a round trip costs no extra context switch.
 constexpr std::chrono::milliseconds kAckDelay{50};
+/// While acks keep riding on frames written anyway, each tick finds nothing to send and the next
+/// one comes twice as late, up to this (a steady exchange then wakes the io thread 5 times a
+/// second, not 20); a tick that sends an ack alone starts again at kAckDelay. So when traffic
+/// stops, its last ack goes alone at most about twice this long after it was due.
+constexpr std::chrono::milliseconds kAckDelayRiding{200};
 /// A long stream is acknowledged at least every this many handled events.
 constexpr std::uint64_t kAckEvery = 4096;
 

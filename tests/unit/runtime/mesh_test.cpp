@@ -627,3 +627,40 @@ TEST_CASE("link: handled events are acknowledged with no further traffic to ride
   t.link.reset();
   io.join();
 }
+
+TEST_CASE("link: after a steady exchange whose acks rode on frames, the last ack still goes alone", "[mesh][ack]") {
+  // Each round the peer sends an event and the link answers with one of its own, so the ack
+  // rides on the answer and the ack timer's ticks find nothing to send (each comes later than
+  // the one before). The exchange outlasts several ticks. Then the peer sends one event that
+  // gets no answer: its ack must still go, alone, on the (longer) tick.
+  LoneLink t(/*deliver_events=*/true);
+  std::thread io([&] { t.io.run(); });
+  const std::string topic = "answer";
+  const std::vector<std::uint8_t> payload{0x90};
+  const auto until = std::chrono::steady_clock::now() + 600ms;
+  std::uint64_t seq = 0;
+  std::uint64_t answers = 0;
+  while (seq < 5 || std::chrono::steady_clock::now() < until) {
+    t.send({event_frame(++seq)});
+    {
+      std::unique_lock lock(t.mutex);
+      REQUIRE(t.changed.wait_for(lock, 20s, [&] { return t.events == static_cast<int>(seq); }));
+    }
+    mesh::OutgoingEvent answer(topic, payload);
+    mesh::Deadline deadline(20s);
+    REQUIRE(t.link->send_event(answer, 0, 0, false, deadline) == mesh::SendResult::queued);
+    ++answers;
+    const auto frames = t.read_until([&](const mesh::Frame& f) {
+      return f.type == mesh::FrameType::event && f.seq == answers;
+    });
+    CHECK(std::any_of(frames.begin(), frames.end(),
+                      [&](const mesh::Frame& f) { return f.type == mesh::FrameType::ack && f.seq == seq; }));
+  }
+  t.send({event_frame(++seq)});
+  const auto frames =
+      t.read_until([&](const mesh::Frame& f) { return f.type == mesh::FrameType::ack && f.seq == seq; });
+  CHECK(frames.back().seq == seq);
+  t.link->close("done");
+  t.link.reset();
+  io.join();
+}
