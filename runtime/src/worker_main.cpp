@@ -21,6 +21,7 @@
 #include "transport/make_transport.hpp"
 #include "signal_events.hpp"
 #include "internal_access.hpp"
+#include "malloc_tuning.hpp"
 #include "start_hook.hpp"
 
 extern char** environ;  // NOLINT: POSIX, declared by no standard header
@@ -93,6 +94,7 @@ int call_entry(const std::function<void()>& entry, const std::string& name) {
 
 int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
   detail::block_user_signals();  // before any thread exists, so every thread inherits the mask
+  detail::keep_freed_memory_for_reuse();  // large frames reuse freed heap memory (no fresh pages per frame)
   detail::set_args(std::move(args));
   WorkerEnv env;
   std::function<void()> entry;
