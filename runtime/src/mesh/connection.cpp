@@ -188,6 +188,13 @@ void Link::on_read(const boost::system::error_code& ec, std::size_t n, bool dire
       return;
     }
   }
+  // The next read starts before the batch is handed over: its first attempt (Asio reads at once,
+  // usually finding nothing) is over before the woken dispatcher writes a reply on this socket,
+  // so the two never wait for the socket's lock (a context switch each time they met). A read
+  // that completes at once is posted, not run here.
+  if (!result.error) {
+    read_more();
+  }
   owner_.on_read_batch_end(self);
   if (events) {
     arm_ack_timer();
@@ -195,9 +202,7 @@ void Link::on_read(const boost::system::error_code& ec, std::size_t n, bool dire
   if (result.error) {
     DITASK_LOG(error, "mesh") << "closing connection with " << peer() << ": bad frame: " << *result.error;
     close_now("bad frame: " + *result.error);
-    return;
   }
-  read_more();
 }
 
 Link::Out Link::make_out(FrameType type, std::uint64_t sender, std::uint64_t seq, std::uint16_t flags,
