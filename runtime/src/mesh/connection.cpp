@@ -189,9 +189,9 @@ void Link::on_read(const boost::system::error_code& ec, std::size_t n, bool dire
     }
   }
   // The next read starts before the batch is handed over: its first attempt (Asio reads at once,
-  // usually finding nothing) is over before the woken dispatcher writes a reply on this socket,
-  // so the two never wait for the socket's lock (a context switch each time they met). A read
-  // that completes at once is posted, not run here.
+  // usually finding nothing) is over before the dispatcher, woken by the hand-over, writes its
+  // reply on this socket, so that reply no longer meets the attempt on the socket's lock (a
+  // context switch each time). A read that completes at once is posted, not run here.
   if (!result.error) {
     read_more();
   }
