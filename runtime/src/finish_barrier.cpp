@@ -2,10 +2,13 @@
 #include "finish_barrier.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 namespace ditask::detail {
 
 FinishBarrier::Seen FinishBarrier::scan(const std::vector<RemoteEvent>& events) {
+  // string_view: a name of another length is told apart without comparing its characters.
+  constexpr std::string_view finish = events::finish;
   Seen seen;
   for (const auto& e : events) {
     if (e.notice && e.event == events::peer_joined && e.args) {
@@ -15,8 +18,13 @@ FinishBarrier::Seen FinishBarrier::scan(const std::vector<RemoteEvent>& events) 
       }
     } else if (e.notice) {
       seen.membership_changed = seen.membership_changed || e.event == events::peer_left;
-    } else if (e.event == events::finish && !e.relayed && e.meta && e.meta->remote) {
-      seen.changes.push_back({e.meta->sender, e.meta->attempt, true});
+    } else if (e.event == finish) {
+      if (!e.relayed && e.meta && e.meta->remote) {
+        seen.changes.push_back({e.meta->sender, e.meta->attempt, true});
+      }
+      const auto kwargs = e.unpacked().kwargs;
+      const auto reason = kwargs.find("reason");
+      seen.finish_ok = seen.finish_ok || (reason != kwargs.end() && reason->is_string() && *reason == "ok");
     }
   }
   return seen;

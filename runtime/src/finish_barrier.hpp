@@ -36,6 +36,7 @@ class FinishBarrier {
     };
     std::vector<Change> changes;
     bool membership_changed = false;  ///< a peer_left notice
+    bool finish_ok = false;           ///< a finish event (relayed or not) whose reason is "ok"
   };
   /// Scans a batch: finish events sent by a peer itself (not relayed), peer_joined and
   /// peer_left notices.

@@ -103,17 +103,10 @@ void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
     if (events.empty()) {
       return;  // a batch of calls or replies only
     }
-    for (const auto& e : events) {
-      // A peer's orderly stop ends this node's run() loop too (DI-engine's finish broadcast).
-      if (!e.notice && e.event == events::finish) {
-        const auto kwargs = e.unpacked().kwargs;
-        const auto reason = kwargs.find("reason");
-        if (reason != kwargs.end() && reason->is_string() && *reason == "ok") {
-          impl->finish = true;
-        }
-      }
-    }
     const auto seen = detail::FinishBarrier::scan(events);
+    if (seen.finish_ok) {
+      impl->finish = true;  // a peer's orderly stop ends this node's run() loop too (DI-engine's finish broadcast)
+    }
     bus->post_remote(std::move(events));
     impl->finish_barrier.note(seen);  // only now: what a peer sent before its finish is queued
   });

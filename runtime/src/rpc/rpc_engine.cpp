@@ -296,20 +296,22 @@ void RpcEngine::take(std::vector<RemoteEvent>& events) {
   std::size_t kept = 0;
   for (std::size_t i = 0; i < events.size(); ++i) {
     RemoteEvent& e = events[i];
-    if (e.event == rpc_wire::kReply) {
+    // One length check per event: most are not remote calls.
+    const bool rpc = rpc_wire::is_rpc_topic(e.event);
+    if (rpc && e.event == std::string_view(rpc_wire::kReply)) {
       taken_replies_.push_back(std::move(e));
       continue;
     }
-    if (e.event == rpc_wire::kCall) {
+    if (rpc && e.event == std::string_view(rpc_wire::kCall)) {
       taken_calls_.push_back(std::move(e));
       continue;
     }
-    if (e.notice || rpc_wire::is_rpc_topic(e.event)) {
+    if (e.notice || rpc) {
       flush_taken();  // what came before it is handled before it (a leave after its replies)
     }
     if (e.notice) {
       on_membership(e);
-    } else if (rpc_wire::is_rpc_topic(e.event)) {
+    } else if (rpc) {
       on_ref(std::move(e));
       continue;
     }

@@ -64,6 +64,29 @@ TEST_CASE("finish barrier: a peer's own finish counts, relayed, local and other 
   CHECK(FinishBarrier::scan({notice("finish")}).changes.empty());
 }
 
+TEST_CASE("finish barrier: a finish whose reason is \"ok\" is seen, relayed or not; others are not", "[finish]") {
+  auto with_reason = [](RemoteEvent e, ditask::EventArgs args) {
+    e.args = std::move(args);
+    return e;
+  };
+  ditask::EventArgs ok;
+  ok.kwargs["reason"] = "ok";
+  ditask::EventArgs failed;
+  failed.kwargs["reason"] = "failed";
+  ditask::EventArgs not_a_string;
+  not_a_string.kwargs["reason"] = 1;
+  CHECK(FinishBarrier::scan({with_reason(event_from("finish", 1, 0), ok)}).finish_ok);
+  CHECK(FinishBarrier::scan({with_reason(event_from("finish", 2, 0, true, true), ok)}).finish_ok);
+  CHECK_FALSE(FinishBarrier::scan({with_reason(event_from("finish", 1, 0), failed)}).finish_ok);
+  CHECK_FALSE(FinishBarrier::scan({with_reason(event_from("finish", 1, 0), not_a_string)}).finish_ok);
+  CHECK_FALSE(FinishBarrier::scan({event_from("finish", 1, 0)}).finish_ok);  // no named arguments
+  CHECK_FALSE(FinishBarrier::scan({with_reason(event_from("finished", 1, 0), ok)}).finish_ok);
+  CHECK_FALSE(FinishBarrier::scan({with_reason(event_from("finis", 1, 0), ok)}).finish_ok);
+  auto n = notice("finish");
+  n.args->kwargs["reason"] = "ok";
+  CHECK_FALSE(FinishBarrier::scan({n}).finish_ok);  // a notice is never a peer's finish
+}
+
 TEST_CASE("finish barrier: the wait ends once every connected incarnation finished", "[finish]") {
   FinishBarrier barrier;
   std::vector<ditask::PeerInfo> connected{peer(1, 0), peer(2, 0)};
