@@ -2,6 +2,7 @@
 #include "envelope.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "ditask/error.hpp"
@@ -16,8 +17,40 @@ namespace {
 // The usual envelope {"a": [...], "k": {...}} located and checked in one pass (each argument
 // checked as it is skipped, as a check of the whole value would). Null for anything else, or
 // anything malformed: the caller's two passes then decide, and word the error.
+constexpr std::size_t kInner = kMaxNesting - 2;  // an argument sits inside the map and its array
+
+// The envelope as pack_event writes it for up to 15 arguments and no named ones, read by its
+// bytes: {"a": [...], "k": {}} is 0x82 0xa1 'a' 0x9N, the arguments, 0xa1 'k' 0x80. Each argument
+// is checked as the general pass checks it. Null for any other layout (the general pass decides).
+std::optional<PackedPayload> locate_positional_only(std::span<const std::uint8_t> payload) {
+  constexpr std::uint8_t kHead[] = {0x82, 0xa1, 'a'};
+  constexpr std::uint8_t kTail[] = {0xa1, 'k', 0x80};
+  const std::uint8_t* d = payload.data();
+  const std::size_t n = payload.size();
+  if (n < sizeof kHead + 1 + sizeof kTail || std::memcmp(d, kHead, sizeof kHead) != 0 || (d[3] & 0xf0) != 0x90 ||
+      std::memcmp(d + n - sizeof kTail, kTail, sizeof kTail) != 0) {
+    return std::nullopt;
+  }
+  PackedPayload p;
+  p.count = d[3] & 0x0f;
+  p.args_begin = sizeof kHead + 1;
+  Reader reader(d + p.args_begin, d + n - sizeof kTail);  // its offsets count from args_begin
+  for (std::size_t i = 0; i < p.count; ++i) {
+    if (!reader.skip(kInner)) {
+      return std::nullopt;
+    }
+  }
+  p.args_end = p.args_begin + reader.offset();
+  if (p.args_end != n - sizeof kTail) {
+    return std::nullopt;  // the last bytes only looked like the tail
+  }
+  return p;
+}
+
 std::optional<PackedPayload> locate_in_one_pass(std::span<const std::uint8_t> payload) {
-  constexpr std::size_t kInner = kMaxNesting - 2;  // an argument sits inside the map and its array
+  if (auto p = locate_positional_only(payload)) {
+    return p;
+  }
   Reader reader(payload);
   Reader::Item item;
   const auto is_key = [&](char name) {

@@ -95,6 +95,28 @@ TEST_CASE("packed_args: locate_event_args finds the positional arguments of both
   CHECK(b->count == 1);
   CHECK(b->named_count == 2);
 
+  SECTION("15 arguments are read by their bytes, 16 (a wider array header) the general way, alike") {
+    const Bytes fifteen = packed(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const auto c = codec::locate_event_args(fifteen);
+    REQUIRE(c);
+    CHECK(c->count == 15);
+    CHECK(c->args_begin == 4);
+    CHECK(c->args_end == fifteen.size() - 3);
+    const Bytes sixteen = packed(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    const auto d = codec::locate_event_args(sixteen);
+    REQUIRE(d);
+    CHECK(d->count == 16);
+    CHECK(d->args_begin == 6);  // 0xdc and a 16-bit count
+    CHECK(d->args_end == sixteen.size() - 3);
+  }
+  SECTION("a payload that only ends like the usual envelope is still checked whole") {
+    // {"a": [bin of a1 'k' 80]: the map's second entry is missing.
+    const Bytes bin_tail{0x82, 0xa1, 'a', 0x91, 0xc4, 0x03, 0xa1, 'k', 0x80};
+    CHECK_THROWS_WITH(codec::locate_event_args(bin_tail), Catch::Contains("malformed event payload"));
+    // {"a": [1, "k"], then a map where the key "k" belongs.
+    const Bytes two_args{0x82, 0xa1, 'a', 0x92, 0x01, 0xa1, 'k', 0x80};
+    CHECK_THROWS_WITH(codec::locate_event_args(two_args), Catch::Contains("malformed event payload"));
+  }
   SECTION("a valid payload in another layout is left to the JSON path") {
     const Bytes swapped{0x82, 0xa1, 'k', 0x80, 0xa1, 'a', 0x91, 0x01};  // {"k": {}, "a": [1]}
     CHECK_FALSE(codec::locate_event_args(swapped));
