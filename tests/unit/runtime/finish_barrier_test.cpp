@@ -64,7 +64,7 @@ TEST_CASE("finish barrier: a peer's own finish counts, relayed, local and other 
   CHECK(FinishBarrier::scan({notice("finish")}).changes.empty());
 }
 
-TEST_CASE("finish barrier: a finish whose reason is \"ok\" is seen, relayed or not; others are not", "[finish]") {
+TEST_CASE("finish barrier: a finish whose reason is \"ok\" is seen, relayed or not, and no other", "[finish]") {
   auto with_reason = [](RemoteEvent e, ditask::EventArgs args) {
     e.args = std::move(args);
     return e;
