@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -34,9 +36,18 @@ struct Args {
   bool pipelined = false;
 };
 
+constexpr const char* kUsage =
+    "usage: ditask_redis_baseline_bench rtt|stream [--port P] [--rounds N] [--warmup N] [--count N] [--size BYTES] "
+    "[--pipelined]";
+
+// What parse() throws: a bad command line (exit code 2, with the usage line).
+struct UsageError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 Args parse(int argc, char** argv) {
   if (argc < 2) {
-    throw std::invalid_argument("usage: ditask_redis_baseline_bench rtt|stream --port P [...]");
+    throw UsageError("a subcommand (rtt or stream) is needed");
   }
   Args a;
   a.mode = argv[1];
@@ -44,12 +55,13 @@ Args parse(int argc, char** argv) {
     const std::string k = argv[i];
     auto value = [&]() -> long {
       if (i + 1 >= argc) {
-        throw std::invalid_argument(k + " needs a value");
+        throw UsageError(k + " needs a value");
       }
       char* end = nullptr;
-      const long v = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || v < 0) {
-        throw std::invalid_argument(k + " needs a non-negative integer");
+      const char* text = argv[++i];
+      const long v = std::strtol(text, &end, 10);
+      if (*text == '\0' || *end != '\0' || v < 0) {
+        throw UsageError(k + " needs a non-negative integer, not '" + text + "'");
       }
       return v;
     };
@@ -66,11 +78,14 @@ Args parse(int argc, char** argv) {
     } else if (k == "--pipelined") {
       a.pipelined = true;
     } else {
-      throw std::invalid_argument("unknown option " + k);
+      throw UsageError("unknown option '" + k + "'");
     }
   }
-  if ((a.mode != "rtt" && a.mode != "stream") || a.rounds < 1 || a.count < 1) {
-    throw std::invalid_argument("usage: ditask_redis_baseline_bench rtt|stream --port P [...]");
+  if (a.mode != "rtt" && a.mode != "stream") {
+    throw UsageError("unknown subcommand '" + a.mode + "'");
+  }
+  if (a.rounds < 1 || a.count < 1) {
+    throw UsageError("--rounds and --count need at least 1");
   }
   return a;
 }
@@ -126,22 +141,54 @@ void await_subscriber(redisContext* c, const char* channel) {
   }
 }
 
+// A helper thread whose exception join() rethrows, and whose destructor joins: a failure on it is
+// reported like one on the main thread, not by std::terminate.
+class Beside {
+ public:
+  explicit Beside(std::function<void()> body)
+      : thread_([this, body = std::move(body)] {
+          try {
+            body();
+          } catch (...) {
+            error_ = std::current_exception();
+          }
+        }) {}
+  Beside(const Beside&) = delete;
+  Beside& operator=(const Beside&) = delete;
+  ~Beside() {
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+  void join() {
+    thread_.join();
+    if (error_) {
+      std::rethrow_exception(error_);
+    }
+  }
+
+ private:
+  std::exception_ptr error_;  // before thread_: set by it
+  std::thread thread_;
+};
+
 int rtt(const Args& a) {
   const std::string blob(static_cast<std::size_t>(a.size), 'x');
   std::atomic<bool> stop{false};
-  std::thread echo([&] {
-    redisContext* sub = connect(a.port);
-    redisContext* pub = connect(a.port);
-    subscribe(sub, "bl.ping");
-    for (long i = 0; i < a.rounds + a.warmup; ++i) {
-      next_message(sub);
-      command(pub, "PUBLISH %b %b", "bl.pong", 7, blob.data(), blob.size());
-    }
-    redisFree(sub);
-    redisFree(pub);
-  });
+  // Every connection is made before the thread runs: a refused one is an error line.
+  redisContext* echo_sub = connect(a.port);
+  redisContext* echo_pub = connect(a.port);
   redisContext* sub = connect(a.port);
   redisContext* pub = connect(a.port);
+  Beside echo([&] {
+    subscribe(echo_sub, "bl.ping");
+    for (long i = 0; i < a.rounds + a.warmup; ++i) {
+      next_message(echo_sub);
+      command(echo_pub, "PUBLISH %b %b", "bl.pong", 7, blob.data(), blob.size());
+    }
+    redisFree(echo_sub);
+    redisFree(echo_pub);
+  });
   subscribe(sub, "bl.pong");
   await_subscriber(pub, "bl.ping");
   std::vector<std::int64_t> ns;
@@ -168,17 +215,18 @@ int stream(const Args& a) {
   const std::string blob(static_cast<std::size_t>(a.size), 'x');
   std::atomic<std::int64_t> last_ns{0};
   std::atomic<bool> subscribed{false};
-  std::thread reader([&] {
-    redisContext* sub = connect(a.port);
-    subscribe(sub, "bl.data");
+  // Both connections are made before the thread runs: a refused one is an error line.
+  redisContext* reader_sub = connect(a.port);
+  redisContext* pub = connect(a.port);
+  Beside reader([&] {
+    subscribe(reader_sub, "bl.data");
     subscribed = true;
     for (long i = 0; i < a.count; ++i) {
-      next_message(sub);
+      next_message(reader_sub);
     }
     last_ns = now_ns();
-    redisFree(sub);
+    redisFree(reader_sub);
   });
-  redisContext* pub = connect(a.port);
   await_subscriber(pub, "bl.data");
   const auto start = now_ns();
   if (a.pipelined) {
@@ -216,8 +264,11 @@ int main(int argc, char** argv) {
   try {
     const Args a = parse(argc, argv);
     return a.mode == "rtt" ? rtt(a) : stream(a);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ditask_redis_baseline_bench: %s\n", e.what());
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "ditask_redis_baseline_bench: error: %s\n%s\n", e.what(), kUsage);
     return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ditask_redis_baseline_bench: error: %s\n", e.what());
+    return 1;
   }
 }

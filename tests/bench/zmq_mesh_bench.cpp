@@ -361,10 +361,14 @@ int main(int argc, char** argv) {
       throw UsageError(command.empty() ? "a subcommand is needed" : "unknown subcommand '" + command + "'");
     }
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "zmq_mesh_bench: %s\nusage: ditask_zmq_mesh_bench rtt|stream [--option value]...\n", e.what());
+    std::fprintf(stderr,
+                 "zmq_mesh_bench: error: %s\n"
+                 "usage: ditask_zmq_mesh_bench rtt|stream [--transport tcp|ipc] [--rounds N] [--warmup N] "
+                 "[--size BYTES] [--count N] [--readers N]\n",
+                 e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "zmq_mesh_bench: %s\n", e.what());
+    std::fprintf(stderr, "zmq_mesh_bench: error: %s\n", e.what());
     return 1;
   }
   return 0;
