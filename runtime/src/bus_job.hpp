@@ -40,21 +40,8 @@ struct KeptMark {
   bool closed = false;  ///< the window closed while jobs were pending: the last one counts it
 };
 
-/// One queued event.
-struct BusJob {
-  // User-provided, so that a job made in place (queue_.emplace_back()) is not first zeroed whole
-  // (value-initialisation of a class without one zeroes every byte, then runs the initialisers).
-  BusJob() noexcept {}  // NOLINT(modernize-use-equals-default)
-  std::string event;
-  std::optional<EventArgs> args;        ///< local events and runtime notices
-  std::optional<PackedPayload> packed;  ///< remote events, as they came
-  std::shared_ptr<Receipt> receipt;     ///< remote events that go live: told once they ran
-  std::shared_ptr<const EventMeta> meta;  ///< who sent it (never null once queued)
-  std::uint64_t seq = 0;
-  std::size_t bytes = 0;   ///< released through the receipt when it ran
-  std::uint64_t order = 0; ///< position in the bus's queue (1, 2, ...)
-  std::shared_ptr<HandlerEntry> only;  ///< a replay of a kept event for this handler alone
-  std::shared_ptr<KeptMark> mark;      ///< set for events kept by the startup window
-};
+/// One queued event: a remote event as its transport built it, or a local one; its meta is never
+/// null once queued.
+using BusJob = RemoteEvent;
 
 }  // namespace ditask::detail

@@ -23,9 +23,32 @@ void EventBus::start() {
   }
 }
 
+namespace {
+// Emptied segments kept for reuse (each keeps its capacity).
+constexpr std::size_t kSpareSegments = 8;
+}  // namespace
+
+std::vector<BusJob>& EventBus::tail_locked() {
+  if (queue_.empty()) {
+    queue_.push_back(spare_locked());
+  }
+  return queue_.back();
+}
+
+std::vector<BusJob> EventBus::spare_locked() {
+  if (spare_.empty()) {
+    return {};
+  }
+  std::vector<BusJob> spare = std::move(spare_.back());
+  spare_.pop_back();
+  return spare;
+}
+
 void EventBus::push_locked(BusJob job) {
-  queue_.push_back(std::move(job));
-  queued_locked(queue_.back());
+  auto& tail = tail_locked();
+  tail.push_back(std::move(job));
+  ++queued_jobs_;
+  queued_locked(tail.back());
 }
 
 void EventBus::queued_locked(BusJob& job) {
@@ -151,6 +174,22 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
   bool queued = false;
   {
     std::lock_guard lock(mutex_);
+    if (!stopping_ && !window_.open() && !events.empty()) {
+      // The usual case: every event goes live, in the order it came, so the transport's vector
+      // joins the queue whole and the transport gets an emptied one back: a read's events are
+      // not built a second time.
+      for (auto& e : events) {
+        if (!e.meta) {
+          e.meta = local_meta_;
+        }
+        e.order = ++posted_;
+      }
+      queued_jobs_ += events.size();
+      queue_.push_back(std::move(events));
+      events = spare_locked();
+      start_dispatcher_locked();
+      queued = true;
+    }
     // A batch is mostly runs of one event: its handlers are looked up once per run (they cannot
     // change while the lock is held). The key in handlers_ of the last event found there:
     const std::string* looked_up = nullptr;
@@ -175,14 +214,11 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
           }
         }
       }
-      BusJob& job = queue_.emplace_back();  // built in place: an event is not moved once more
-      job.event = std::move(e.event);
-      job.args = std::move(e.args);
-      job.packed = std::move(e.packed);
-      job.receipt = std::move(e.receipt);
-      job.meta = e.meta ? std::move(e.meta) : local_meta_;
-      job.seq = e.seq;
-      job.bytes = e.bytes;
+      auto& tail = tail_locked();
+      BusJob& job = tail.emplace_back(std::move(e));
+      if (!job.meta) {
+        job.meta = local_meta_;
+      }
       if (window_.open()) {
         job.mark = window_.keep(job, once_live);
         if (!job.mark && !warned_window_full_) {
@@ -196,13 +232,18 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
         if (!live) {
           // Kept for a later handler (acknowledged now), or dropped when the window is full.
           told.push_back({std::move(job.receipt), job.seq, job.bytes, job.mark != nullptr});
-          queue_.pop_back();
+          tail.pop_back();
+          if (tail.empty()) {
+            spare_.push_back(std::move(tail));
+            queue_.pop_back();
+          }
           continue;
         }
         if (job.mark) {
           ++job.mark->pending;
         }
       }
+      ++queued_jobs_;
       queued_locked(job);
       queued = true;
     }
@@ -357,16 +398,30 @@ void EventBus::dispatch_loop() {
       return;
     }
     batch_.swap(queue_);  // both keep their capacity: no allocation per batch
+    queued_jobs_ = 0;
     lock.unlock();
     {
       ReceiptRun told;  // what ran is told in runs (at most ReceiptRun::kMaxRun events late)
-      for (const auto& job : batch_) {
-        dispatch(job, told);
+      for (const auto& segment : batch_) {
+        for (const auto& job : segment) {
+          dispatch(job, told);
+        }
+      }
+    }
+    if (batch_.size() > kSpareSegments) {
+      batch_.resize(kSpareSegments);  // what no spare slot would take is freed outside the lock
+    }
+    for (auto& segment : batch_) {
+      segment.clear();  // the jobs go here, outside the lock; the segments keep their capacity
+    }
+    lock.lock();
+    for (auto& segment : batch_) {
+      if (spare_.size() < kSpareSegments) {
+        spare_.push_back(std::move(segment));
       }
     }
     batch_.clear();
-    lock.lock();
-    dispatched_ = posted_ - queue_.size();
+    dispatched_ = posted_ - queued_jobs_;
     if (drain_waiters_ > 0) {  // a wake-up per batch costs a context switch nobody needs
       done_.notify_all();
     }

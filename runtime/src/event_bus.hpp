@@ -108,9 +108,13 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   void dispatch_loop();
   // Queues `job` (gives it its order), starts the dispatcher if needed. Caller holds mutex_.
   void push_locked(BusJob job);
-  // Gives `job`, just put at the end of queue_, its order; starts the dispatcher if needed.
+  // Gives `job`, just put at the end of the queue, its order; starts the dispatcher if needed.
   // Caller holds mutex_.
   void queued_locked(BusJob& job);
+  // The queue's last segment, a new one when there is none. Caller holds mutex_.
+  std::vector<BusJob>& tail_locked();
+  // An empty vector, one the dispatcher gave back when there is one. Caller holds mutex_.
+  std::vector<BusJob> spare_locked();
   void start_dispatcher_locked();
   // Registers `entry` with its replays; its id, or 0 for a waiter refused in abort mode.
   std::uint64_t register_entry(std::string event, std::shared_ptr<Entry> entry);
@@ -139,7 +143,11 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   std::map<std::string, std::vector<std::shared_ptr<Entry>>, std::less<>> handlers_;  // guarded
   // Changed (under mutex_) whenever handlers_ is; read without it by the dispatcher's cache.
   std::atomic<std::uint64_t> handlers_version_{0};
-  std::vector<BusJob> queue_;        // guarded by mutex_
+  // Guarded by mutex_: the queue, in segments (never empty ones), each a transport's read or
+  // local jobs; queued_jobs_ counts their jobs; spare_ holds emptied segments for reuse.
+  std::vector<std::vector<BusJob>> queue_;
+  std::size_t queued_jobs_ = 0;
+  std::vector<std::vector<BusJob>> spare_;
   std::uint64_t next_id_ = 1;        // guarded by mutex_
   std::uint64_t posted_ = 0;         // guarded by mutex_: the last job's order
   std::uint64_t dispatched_ = 0;     // guarded by mutex_
@@ -157,7 +165,7 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   std::string cached_event_;
   std::uint64_t cached_version_ = ~std::uint64_t{0};
   std::vector<Entry*> dispatch_entries_;
-  std::vector<BusJob> batch_;                              // dispatcher thread only
+  std::vector<std::vector<BusJob>> batch_;                 // dispatcher thread only
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};
 };

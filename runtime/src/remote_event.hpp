@@ -121,7 +121,16 @@ struct PackedPayload {
 
 /// One remote event (or a runtime notice such as peer_joined, which has no receipt). Exactly
 /// one of `args` and `packed` is set.
+struct HandlerEntry;
+struct KeptMark;
+
+/// An event on its way to the handlers: built by a transport (or the bus, for a local event) and
+/// queued by the event bus as it is (bus_job.hpp), so that a read's events reach the dispatcher
+/// without being built a second time.
 struct RemoteEvent {
+  // User-provided, so that an event made in place (emplace_back()) is not first zeroed whole
+  // (value-initialisation of a class without one zeroes every byte, then runs the initialisers).
+  RemoteEvent() noexcept {}  // NOLINT(modernize-use-equals-default)
   std::string event;
   std::optional<EventArgs> args;
   std::optional<PackedPayload> packed;
@@ -131,6 +140,10 @@ struct RemoteEvent {
   bool notice = false;  ///< a runtime notice about membership (peer_joined, peer_left), not an event a peer sent
   std::uint64_t seq = 0;
   std::size_t bytes = 0;
+  // The event bus's own, set when it is queued.
+  std::uint64_t order = 0;             ///< position in the bus's queue (1, 2, ...)
+  std::shared_ptr<HandlerEntry> only;  ///< a replay of a kept event for this handler alone
+  std::shared_ptr<KeptMark> mark;      ///< set for events kept by the startup window
 
   /// The arguments as JSON, decoded from `packed` when that is how they came.
   EventArgs unpacked() const { return args ? *args : packed->unpack(); }
