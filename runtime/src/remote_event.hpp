@@ -119,14 +119,13 @@ struct PackedPayload {
   EventArgs unpack() const;
 };
 
-/// One remote event (or a runtime notice such as peer_joined, which has no receipt). Exactly
-/// one of `args` and `packed` is set.
 struct HandlerEntry;
 struct KeptMark;
 
-/// An event on its way to the handlers: built by a transport (or the bus, for a local event) and
-/// queued by the event bus as it is (bus_job.hpp), so that a read's events reach the dispatcher
-/// without being built a second time.
+/// One remote event (or a runtime notice such as peer_joined, which has no receipt, or a local
+/// event). Exactly one of `args` and `packed` is set. Built by a transport (or the bus, for a local
+/// event) and queued by the event bus as it is (bus_job.hpp), so that a read's events reach the
+/// dispatcher without being built a second time.
 struct RemoteEvent {
   // User-provided, so that an event made in place (emplace_back()) is not first zeroed whole
   // (value-initialisation of a class without one zeroes every byte, then runs the initialisers).

@@ -104,8 +104,9 @@ void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
       return;  // a batch of calls or replies only
     }
     const auto seen = detail::FinishBarrier::scan(events);
+    // A peer's orderly stop ends this node's run() loop too (DI-engine's finish broadcast).
     if (seen.finish_ok) {
-      impl->finish = true;  // a peer's orderly stop ends this node's run() loop too (DI-engine's finish broadcast)
+      impl->finish = true;
     }
     bus->post_remote(std::move(events));
     impl->finish_barrier.note(seen);  // only now: what a peer sent before its finish is queued

@@ -14,9 +14,6 @@ namespace {
 
 [[noreturn]] void malformed(const std::string& why) { throw Error("malformed event payload: " + why); }
 
-// The usual envelope {"a": [...], "k": {...}} located and checked in one pass (each argument
-// checked as it is skipped, as a check of the whole value would). Null for anything else, or
-// anything malformed: the caller's two passes then decide, and word the error.
 constexpr std::size_t kInner = kMaxNesting - 2;  // an argument sits inside the map and its array
 
 // The envelope as pack_event writes it for up to 15 arguments and no named ones, read by its
@@ -47,6 +44,9 @@ std::optional<PackedPayload> locate_positional_only(std::span<const std::uint8_t
   return p;
 }
 
+// The usual envelope {"a": [...], "k": {...}} located and checked in one pass (each argument
+// checked as it is skipped, as a check of the whole value would). Null for anything else, or
+// anything malformed: the caller's two passes then decide, and word the error.
 std::optional<PackedPayload> locate_in_one_pass(std::span<const std::uint8_t> payload) {
   if (auto p = locate_positional_only(payload)) {
     return p;
