@@ -70,6 +70,14 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// What run_worker set up before its entry, undone when it returns without calling it: a process
+// that goes on (a test, an embedding program) must neither stay node N nor build node N's
+// transport at its next task().start().
+void undo_worker_setup() noexcept {
+  detail::shutdown_worker_transport(false);  // drops the plan; nothing was created from it yet
+  detail::RouterAccess::deactivate(task().router());
+}
+
 int call_entry(const std::function<void()>& entry, const std::string& name) {
   std::string failure;
   std::string hint;
@@ -113,6 +121,7 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
     detail::set_worker_transport_plan(std::move(plan));
     entry = resolve(env);
   } catch (const std::exception& e) {
+    undo_worker_setup();
     print_error(e);
     return 2;
   }

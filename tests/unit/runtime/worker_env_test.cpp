@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Worker mode's inputs (environment contract, module arguments) and worker_main in-process.
+#include <array>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "internal_access.hpp"
+#include "transport/transport.hpp"
 
 #include <ditask/ditask.hpp>
 #include <ditask/runtime/worker.hpp>
@@ -185,8 +187,13 @@ TEST_CASE("worker_main calls the entry and maps the outcome to an exit code", "[
         {{"DITASK_NODE_ID", "5"}, {"DITASK_PACKAGE", faults}, {"DITASK_MAIN", "throw_error"}});
     CHECK(run_worker({"ditask"}) == 1);
   }
-  SECTION("a missing entry or contract variable: 2") {
+  SECTION("a missing entry or contract variable: 2, and nothing of that worker is left behind") {
     ScopedEnv env({{"DITASK_NODE_ID", "5"}, {"DITASK_PACKAGE", faults}, {"DITASK_MAIN", "sgev"}});
+    CHECK(ditask::worker_main(1, std::array<char*, 2>{const_cast<char*>("ditask"), nullptr}.data()) == 2);
+    // Its router identity and transport plan went with it: a task started later in this process
+    // is not node 5 and builds no transport from node 5's plan.
+    CHECK_FALSE(ditask::task().router().is_active());
+    CHECK(ditask::detail::worker_transport(true) == nullptr);
     CHECK(run_worker({"ditask"}) == 2);
     unsetenv("DITASK_NODE_ID");
     CHECK(run_worker({"ditask"}) == 2);
