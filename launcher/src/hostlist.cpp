@@ -18,12 +18,20 @@ constexpr const char* kHostlistHint =
   throw Error("malformed Slurm host list '" + std::string(text) + "': " + why, kHostlistHint);
 }
 
+// 'text', in single quotes. Appended rather than `"'" + std::string(text)`: that form trips GCC
+// 12's -Wrestrict false positive in libstdc++ (GCC bug 105329) in Release builds.
+std::string quoted(std::string_view text) {
+  std::string out(1, '\'');
+  out.append(text).push_back('\'');
+  return out;
+}
+
 bool is_sep(char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)) != 0; }
 
 std::uint64_t to_number(std::string_view whole, std::string_view digits) {
   if (digits.empty() || digits.size() > 18 ||
       !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    bad_hostlist(whole, "'" + std::string(digits) + "' is not a number");
+    bad_hostlist(whole, quoted(digits) + " is not a number");
   }
   std::uint64_t v = 0;
   std::from_chars(digits.data(), digits.data() + digits.size(), v);
@@ -133,7 +141,7 @@ std::vector<std::int64_t> parse_tasks_per_node(std::string_view text) {
     std::int64_t v = 0;
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
     if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || v < 1) {
-      bad("'" + std::string(digits) + "' is not a positive number");
+      bad(quoted(digits) + " is not a positive number");
     }
     return v;
   };
@@ -147,7 +155,7 @@ std::vector<std::int64_t> parse_tasks_per_node(std::string_view text) {
     std::int64_t repeat = 1;
     if (paren != std::string_view::npos) {
       if (item.size() < paren + 4 || item[paren + 1] != 'x' || item.back() != ')') {
-        bad("'" + std::string(item) + "' is not COUNT(xREPEAT)");
+        bad(quoted(item) + " is not COUNT(xREPEAT)");
       }
       repeat = number(item.substr(paren + 2, item.size() - paren - 3));
     }
