@@ -23,7 +23,10 @@ void summary(const dqn::Node& node, const ditask::Context& ctx) {
   if (node.learner) {
     std::string senders;
     for (auto n : node.senders) {
-      senders += (senders.empty() ? "" : ",") + std::to_string(n);
+      if (!senders.empty()) {
+        senders += ',';
+      }
+      senders += std::to_string(n);
     }
     std::snprintf(line, sizeof line, "learner: done after %lld train iterations, %lld transitions received%s%s",
                   static_cast<long long>(ctx.train_iter), static_cast<long long>(node.transitions_received),

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
 namespace biggraph {
 
@@ -96,7 +97,9 @@ Graph sbm_graph(int entities, int communities, int out_degree, double p_within, 
   g.community.resize(static_cast<std::size_t>(entities));
   const int block = (entities + communities - 1) / communities;
   for (int i = 0; i < entities; ++i) {
-    g.entities.push_back("e" + std::to_string(i));
+    std::string name(1, 'e');  // appended: "e" + std::to_string(i) trips GCC 12's -Wrestrict (bug 105329)
+    name += std::to_string(i);
+    g.entities.push_back(std::move(name));
     g.community[static_cast<std::size_t>(i)] = i / block;
   }
   std::mt19937_64 rng(seed);
