@@ -11,7 +11,7 @@ target_compile_options(ditask_flags INTERFACE
 # Boost.Asio and libstdc++ code inlined into ours, which SYSTEM include directories cannot silence:
 # a user's Release build printed 56 of them (scheduler.ipp, io_context.hpp, streambuf,
 # char_traits.h), none about our code. Every -Werror build is Debug (-O0) and never ran them, so
-# turning them off elsewhere loses no check that CI made. See README's Decisions.
+# turning them off elsewhere loses no check that CI made. See docs/design.md, Decisions.
 set(ditask_inlined_system_warnings -Wno-null-dereference -Wno-stringop-overflow -Wno-stringop-overread
     -Wno-array-bounds)
 target_compile_options(ditask_flags INTERFACE
