@@ -44,7 +44,7 @@ if stage debug; then
     cmake -S . -B build/debug -DCMAKE_BUILD_TYPE=Debug -DDITASK_WERROR=ON -DBUILD_TESTING=ON
   step "debug: build all (-j$JOBS)" cmake --build build/debug -j "$JOBS"
   STEP_TAIL=150 STEP_NOTE=ctest_note step "debug: ctest" \
-    ctest --test-dir build/debug --output-on-failure --timeout 120 -j4
+    ctest --test-dir build/debug --output-on-failure --timeout 120 -j2
 fi
 
 if stage asan; then
@@ -68,7 +68,7 @@ if stage tsan; then
   # The launcher and its workers run instrumented; the first race a process sees fails it.
   STEP_TAIL=150 STEP_NOTE=ctest_note step "tsan: ctest -L $SANITIZER_LABELS" \
     env TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
-    ctest --test-dir build/tsan -L "$SANITIZER_LABELS" --output-on-failure --timeout 300 -j4 \
+    ctest --test-dir build/tsan -L "$SANITIZER_LABELS" --output-on-failure --timeout 300 -j3 \
     --no-tests=error
 fi
 
