@@ -76,8 +76,7 @@ fi
 # (DITASK_WERROR is OFF by default, so a user's other compiler cannot fail their build), but here,
 # with Debian 12's GCC, the stage fails on any warning printed (build_without_warnings).
 # Runs a build and fails when it printed a compiler warning (one every new user would see), showing
-# them, counted (ccache replays a cached
-# TU's warnings, so a cold and a warm build see the same).
+# them, counted. ccache replays a cached TU's warnings, so a cached compile shows them too.
 build_without_warnings() {
   local out rc=0
   out=$("$@" 2>&1) || rc=$?
