@@ -65,7 +65,8 @@ TEST_CASE("k8s: three DIJob pods (DI_NODES, DI_RANK) find each other", "[integra
                                         "127.0.0.3 dqn-learner-0.di-dqn.default.svc.cluster.local\n");
   const std::string nodes = "dqn-collector-0.di-dqn.default.svc.cluster.local,dqn-collector-1.di-dqn.default.svc.cluster.local,"
                             "dqn-learner-0.di-dqn.default.svc.cluster.local";
-  const auto port = std::to_string(free_port());
+  const ReservedPorts ports(2, {"127.0.0.1", "127.0.0.2", "127.0.0.3"});  // 2 workers a pod
+  const auto port = std::to_string(ports.first);
   const auto results = three_pods({"--platform", "k8s", "--hosts-file", hosts, "--ports", port}, 2, [&](int i) {
     return Env{{"DI_NODES", nodes}, {"DI_RANK", std::to_string(i)}, {"DI_JOB_ID", "default/dqn"}};
   });
@@ -75,7 +76,8 @@ TEST_CASE("k8s: three DIJob pods (DI_NODES, DI_RANK) find each other", "[integra
 TEST_CASE("k8s: three pods of an Indexed Job (JOB_COMPLETION_INDEX) find each other", "[integration][k8s]") {
   TempDir dir;
   const auto hosts = dir.write("hosts", "127.0.0.1 cp-0.cp\n127.0.0.2 cp-1.cp\n127.0.0.3 cp-2.cp\n");
-  const auto port = std::to_string(free_port());
+  const ReservedPorts ports(1, {"127.0.0.1", "127.0.0.2", "127.0.0.3"});
+  const auto port = std::to_string(ports.first);
   const auto results =
       three_pods({"--platform", "k8s", "--hosts-file", hosts, "--ports", port, "--world-size", "3", "--host-pattern",
                   "cp-{index}.cp", "--run-id", "cp-job"},

@@ -128,7 +128,8 @@ TEST_CASE("mesh: emit scopes: remote-only never reaches the sender, local-only n
 TEST_CASE("mesh: a node that dials its own address receives its own remote emits",
           "[mesh][integration]") {
   // The worker's own address must be known before the launch: a fixed port.
-  const auto port = std::to_string(free_port());
+  const ReservedPorts reserved(1);
+  const auto port = std::to_string(reserved.first);
   auto r = run_ditask(
       mesh_args("self_dial", 1,
                 {"--topology", "alone", "--ports", port, "--attach-to", "tcp://127.0.0.1:" + port}),

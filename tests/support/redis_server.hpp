@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// A real redis-server of the test's own: on a free loopback port, in a temporary directory,
-// without persistence, stopped (and restartable on the same port) by the test. Needs
-// redis-server on PATH (scripts/test.sh installs the redis-server package).
+// A real redis-server of the test's own: on a loopback port reserved for it (ReservedPorts), in a
+// temporary directory, without persistence, stopped (and restartable on the same port) by the
+// test. Needs redis-server on PATH (scripts/test.sh installs the redis-server package).
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,7 +33,8 @@ class RedisServer {
   explicit RedisServer(std::string password = {}, std::vector<std::string> config = {})
       : password_(std::move(password)), config_(std::move(config)) {
     for (int tries = 0; tries < 5 && pid_ <= 0; ++tries) {
-      port_ = free_port();
+      reserved_ = std::make_unique<ReservedPorts>(1);  // held while it lives: restart() reuses it
+      port_ = reserved_->first;
       start();
     }
     REQUIRE(pid_ > 0);
@@ -161,6 +163,7 @@ class RedisServer {
   std::string password_;
   std::vector<std::string> config_;
   TempDir dir_;
+  std::unique_ptr<ReservedPorts> reserved_;
   int port_ = 0;
   pid_t pid_ = -1;
 };
