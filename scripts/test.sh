@@ -23,6 +23,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # What the sanitizer builds compile and run.
 SANITIZER_TARGETS=(ditask_unit_tests ditask_integration_tests ditask_fuzz_corpus)
 SANITIZER_LABELS="unit|integration"
+# The three Debug builds keep line tables only (-g1, not -g): enough for every file:line a
+# sanitizer report or a crash shows, and 10% less compile time under ASan (measured on a unity
+# file: 35 s against 38-39 s). Nobody runs a debugger on CI's trees.
+DEBUG_INFO=(-DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1)
 
 STAGES=(debug asan tsan release plain)
 if (($#)); then
@@ -41,15 +45,15 @@ install_packages "${DITASK_TEST_PACKAGES[@]}"
 
 if stage debug; then
   step "debug: configure (build/debug)" \
-    cmake -S . -B build/debug -DCMAKE_BUILD_TYPE=Debug -DDITASK_WERROR=ON -DBUILD_TESTING=ON
+    cmake -S . -B build/debug -DCMAKE_BUILD_TYPE=Debug "${DEBUG_INFO[@]}" -DDITASK_WERROR=ON -DBUILD_TESTING=ON
   step "debug: build all (-j$JOBS)" cmake --build build/debug -j "$JOBS"
   STEP_TAIL=150 STEP_NOTE=ctest_note step "debug: ctest" \
-    ctest --test-dir build/debug --output-on-failure --timeout 120 -j2
+    ctest --test-dir build/debug --output-on-failure --timeout 120 -j4
 fi
 
 if stage asan; then
   step "asan: configure (build/asan, address,undefined)" \
-    cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DDITASK_WERROR=ON -DBUILD_TESTING=ON \
+    cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug "${DEBUG_INFO[@]}" -DDITASK_WERROR=ON -DBUILD_TESTING=ON \
     -DDITASK_SANITIZE=address,undefined
   step "asan: build ${SANITIZER_TARGETS[*]} (-j$JOBS)" \
     cmake --build build/asan -j "$JOBS" --target "${SANITIZER_TARGETS[@]}"
@@ -61,14 +65,14 @@ fi
 
 if stage tsan; then
   step "tsan: configure (build/tsan, thread)" \
-    cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DDITASK_WERROR=ON -DBUILD_TESTING=ON \
+    cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug "${DEBUG_INFO[@]}" -DDITASK_WERROR=ON -DBUILD_TESTING=ON \
     -DDITASK_SANITIZE=thread
   step "tsan: build ${SANITIZER_TARGETS[*]} (-j$JOBS)" \
     cmake --build build/tsan -j "$JOBS" --target "${SANITIZER_TARGETS[@]}"
   # The launcher and its workers run instrumented; the first race a process sees fails it.
   STEP_TAIL=150 STEP_NOTE=ctest_note step "tsan: ctest -L $SANITIZER_LABELS" \
     env TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
-    ctest --test-dir build/tsan -L "$SANITIZER_LABELS" --output-on-failure --timeout 300 -j3 \
+    ctest --test-dir build/tsan -L "$SANITIZER_LABELS" --output-on-failure --timeout 300 -j4 \
     --no-tests=error
 fi
 
