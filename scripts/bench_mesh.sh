@@ -323,10 +323,10 @@ met_of() {
 
 # "met", "NOT met" or "" from two met_of answers.
 result_of() {
-  local a=$1 b=$2
-  if [[ $a == false || $b == false ]]; then
+  local first=$1 second=$2
+  if [[ $first == false || $second == false ]]; then
     echo "NOT met"
-  elif [[ $a == true || $b == true ]]; then
+  elif [[ $first == true || $second == true ]]; then
     echo met
   else
     echo "(no target)"
