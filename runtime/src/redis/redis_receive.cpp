@@ -9,8 +9,6 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
-#include <nlohmann/json.hpp>
-
 #include "../codec/envelope.hpp"
 #include "ditask/runtime/log.hpp"
 #include "redis_transport.hpp"
@@ -40,44 +38,36 @@ void RedisTransport::on_control(const redisReply* r) {
 }
 
 void RedisTransport::on_hello_text(std::string_view text) {
-  PeerRecord peer;
-  std::optional<std::set<std::string>> interest;
-  bool notice = false;
+  PresenceMessage m;
   try {
-    const auto j = nlohmann::json::parse(text);
-    peer.node = j.at("node").get<std::int64_t>();
-    peer.instance = j.at("instance").get<std::uint64_t>();
-    if (j.contains("topics") && !j["topics"].is_null()) {
-      interest = j["topics"].get<std::set<std::string>>();
-    }
-    notice = j.contains("interest");
-    if (!notice) {
-      peer.attempt = j.at("attempt").get<std::int64_t>();
-      peer.labels = j.at("labels").get<std::set<std::string>>();
-    }
+    m = parse_presence(text);
   } catch (const std::exception& e) {
     DITASK_LOG(warn, "redis") << "ignoring a malformed message on " << control_channel_ << ": " << e.what();
     return;
   }
-  if (notice) {
-    on_interest(peer.node, peer.instance, std::move(interest));
+  if (m.notice) {
+    on_interest(m.peer.node, m.peer.instance, std::move(m.interest));
   } else {
-    on_hello(peer, std::move(interest));
+    on_hello(m.peer, std::move(m.interest));
   }
 }
 
-void RedisTransport::on_interest(std::int64_t node, std::uint64_t instance, std::optional<std::set<std::string>> interest) {
+void RedisTransport::on_interest(std::int64_t node, std::uint64_t instance, PeerInterest interest) {
   std::lock_guard lock(mutex_);
   if (auto* e = peers_.find_node(node); e != nullptr && e->conn == instance) {
-    e->slot.interest = std::move(interest);
+    e->slot.interest.offer(interest.version, std::move(interest.names));
     return;
   }
   // Not joined here yet: the notice came on the subscription before the presence key this node
   // read (on the other connection, maybe before the change) made it join. Kept for the join.
-  early_interest_[node] = {instance, std::move(interest)};
+  auto& kept = early_interest_[node];
+  if (kept.first != instance) {
+    kept = {instance, PeerInterest{}};
+  }
+  kept.second.offer(interest.version, std::move(interest.names));
 }
 
-void RedisTransport::on_hello(const PeerRecord& peer, std::optional<std::set<std::string>> interest) {
+void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
   if (peer.node == settings_.node_id) {
     if (peer.instance != instance_ && first_time("self " + std::to_string(peer.instance))) {
       DITASK_LOG(error, "redis") << "another process says it is node " << peer.node << " (attempt " << peer.attempt
@@ -92,7 +82,8 @@ void RedisTransport::on_hello(const PeerRecord& peer, std::optional<std::set<std
       if (j->record.instance == peer.instance) {
         auto* e = peers_.find_node(peer.node);
         if (e != nullptr) {
-          e->slot.interest = interest;
+          // A presence key read before the peer's last change may come after that change's notice.
+          e->slot.interest.offer(interest.version, std::move(interest.names));
         }
         if (e != nullptr && !e->slot.confirmed) {
           e->slot.confirmed = true;  // back after a reconnect: what waited for it goes now
@@ -130,13 +121,13 @@ void RedisTransport::on_hello(const PeerRecord& peer, std::optional<std::set<std
     slot.interest = std::move(interest);
     if (auto kept = early_interest_.find(peer.node); kept != early_interest_.end()) {
       if (kept->second.first == peer.instance) {
-        slot.interest = std::move(kept->second.second);  // later than what its hello said
+        slot.interest.offer(kept->second.second.version, std::move(kept->second.second.names));  // if newer
       }
       early_interest_.erase(kept);
     }
     for (const auto& h : join.held) {
       --counters_.sent;  // counted when it was held
-      if (wants(slot.interest, std::string_view(h.topic).substr(settings_.topic_prefix.size()))) {
+      if (wants(slot.interest.names, std::string_view(h.topic).substr(settings_.topic_prefix.size()))) {
         queue_locked(peer.node, slot, h);
       } else {
         ++counters_.unhandled;

@@ -75,7 +75,7 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
   auto slow_reader = [&]() -> const Peers::Expected* {
     for (const auto* e : joined) {
       if (e->conn != 0 && e->slot.confirmed && !e->slot.window.has_room(size, kReadWindowBytes) &&
-          wants(e->slot.interest, event)) {
+          wants(e->slot.interest.names, event)) {
         return e;
       }
     }
@@ -102,7 +102,7 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
   }
   bool queued = false;
   for (auto* e : joined) {
-    if (!wants(e->slot.interest, event)) {
+    if (!wants(e->slot.interest.names, event)) {
       ++counters_.unhandled;  // it has no handler for it: not sent (the mesh's receiver would count it)
       continue;
     }

@@ -14,7 +14,6 @@
 #include <random>
 
 #include <boost/asio/post.hpp>
-#include <nlohmann/json.hpp>
 
 #include "../batch_thread.hpp"
 #include "ditask/error.hpp"
@@ -108,35 +107,23 @@ std::string RedisTransport::hello_text() const {
 }
 
 std::string RedisTransport::hello_text_locked() const {
-  auto labels = settings_.labels;
-  labels.insert("node." + std::to_string(settings_.node_id));
-  nlohmann::json hello = {{"node", settings_.node_id},
-                          {"attempt", settings_.attempt},
-                          {"instance", instance_},
-                          {"labels", labels},
-                          {"topics", nullptr}};
-  if (interest_) {
-    hello["topics"] = *interest_;
-  }
-  return hello.dump();
+  PeerRecord self{settings_.node_id, settings_.attempt, instance_, settings_.labels, ""};
+  self.labels.insert("node." + std::to_string(settings_.node_id));
+  return redis::hello_text(self, interest_);
 }
 
 void RedisTransport::set_interest(std::optional<std::set<std::string>> names) {
   {
     std::lock_guard lock(mutex_);
-    if (names == interest_ || shutting_down_) {
+    if (names == interest_.names || shutting_down_) {
       return;
     }
-    interest_ = std::move(names);
+    interest_.offer(interest_.version + 1, std::move(names));
     // The presence key first (for peers that read it later), then the notice (for those
     // subscribed now): a peer either reads the new key or gets the notice.
     const std::string hello = hello_text_locked();
     Outgoing key{presence_key(settings_.node_id), {hello.begin(), hello.end()}, Outgoing::Kind::presence};
-    nlohmann::json notice = {{"interest", true}, {"node", settings_.node_id}, {"instance", instance_}, {"topics", nullptr}};
-    if (interest_) {
-      notice["topics"] = *interest_;
-    }
-    const std::string text = notice.dump();
+    const std::string text = interest_notice_text(settings_.node_id, instance_, interest_);
     Outgoing ctl{control_channel_, {text.begin(), text.end()}, Outgoing::Kind::control};
     queue_control_locked(std::move(key));
     queue_control_locked(std::move(ctl));

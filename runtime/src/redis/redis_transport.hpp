@@ -28,6 +28,7 @@
 #include "make_redis.hpp"
 #include "redis_client.hpp"
 #include "redis_frame.hpp"
+#include "redis_presence.hpp"
 #include "redis_settings.hpp"
 
 namespace ditask::detail::redis {
@@ -76,7 +77,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
     std::chrono::steady_clock::time_point unconfirmed_since{};
     std::deque<Held> backlog;  // while unconfirmed
     std::size_t backlog_bytes = 0;
-    std::optional<std::set<std::string>> interest;  // the event names it handles (nullopt: all)
+    PeerInterest interest;  // the event names it handles, as the newest change seen says
     SendWindow window;  // published to it, not yet said read
   };
   struct PeerTraits {
@@ -128,9 +129,10 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   // A receiver's FrameKind::read: its window opens.
   void on_read_notice(const FrameView& frame);
   void on_hello_text(std::string_view text);
-  void on_hello(const PeerRecord& peer, std::optional<std::set<std::string>> interest);
-  // A peer's new interest (set_interest on its side).
-  void on_interest(std::int64_t node, std::uint64_t instance, std::optional<std::set<std::string>> interest);
+  // A hello; its interest counts unless a newer one of the same process came first.
+  void on_hello(const PeerRecord& peer, PeerInterest interest);
+  // A peer's new interest (set_interest on its side), unless a newer one came first.
+  void on_interest(std::int64_t node, std::uint64_t instance, PeerInterest interest);
   // True when a peer whose interest is `interest` handles event `name` (a runtime event always).
   static bool wants(const std::optional<std::set<std::string>>& interest, std::string_view name);
   void leave(std::int64_t node, std::uint64_t instance, const std::string& reason);
@@ -190,7 +192,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   bool lost_logged_ = false;              // io thread: this outage was reported
   std::map<std::int64_t, Incoming> incoming_;  // io thread: by sender node
   // Interest notices of peers not joined yet (node -> its instance, what it handles). mutex_.
-  std::map<std::int64_t, std::pair<std::uint64_t, std::optional<std::set<std::string>>>> early_interest_;
+  std::map<std::int64_t, std::pair<std::uint64_t, PeerInterest>> early_interest_;
   std::vector<RemoteEvent> batch_;             // io thread: what one read brought
   std::shared_ptr<Receipt> receipt_;           // counts events no handler took
 
@@ -208,7 +210,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   bool shutting_down_ = false;
   bool closed_ = false;
   std::set<std::string> logged_;
-  std::optional<std::set<std::string>> interest_;  // this node's task's (nullopt: all)
+  PeerInterest interest_;  // this node's task's, numbered by change (names nullopt: all)
 
   Inbox inbox_;
   TransportCounters counters_;
