@@ -24,8 +24,10 @@ class ListenSockets {
   /// first), rewriting the plan with the real ports, and reserves MASTER_PORT. Errors:
   /// ditask::Error naming the address.
   static ListenSockets bind_all(Plan& plan, const HostMap& hosts = {});
-  /// The listening fd of local worker i.
+  /// The listening fd of local worker i (-1 once closed).
   int fd(std::size_t i) const { return fds_.at(i); }
+  /// Closes local worker i's listening socket (it will not start again): a dial is refused.
+  void close(std::size_t i);
 
  private:
   std::vector<int> fds_;

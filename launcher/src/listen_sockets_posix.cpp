@@ -96,11 +96,20 @@ bool is_loopback(const std::string& host) {
 
 ListenSockets::~ListenSockets() {
   for (int fd : fds_) {
-    ::close(fd);
+    if (fd >= 0) {
+      ::close(fd);
+    }
   }
   if (!ipc_dir_.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(ipc_dir_, ignored);
+  }
+}
+
+void ListenSockets::close(std::size_t i) {
+  if (fds_.at(i) >= 0) {
+    ::close(fds_[i]);
+    fds_[i] = -1;
   }
 }
 

@@ -47,6 +47,9 @@ class ProcessSpawner {
   virtual SpawnResult spawn(std::size_t worker, int attempt) = 0;
   /// Sends `sig` to the worker's process group.
   virtual void signal(std::size_t worker, int sig) = 0;
+  /// The worker will never start again (it exited 0): what was kept for its restarts (its
+  /// listening socket) goes, so a peer that dials it is refused at once.
+  virtual void retire(std::size_t worker) = 0;
 };
 
 /// One-shot timers: the only way time reaches the rules. Thread: the supervisor's loop.

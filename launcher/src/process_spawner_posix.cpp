@@ -85,7 +85,7 @@ struct PosixProcessSpawner::Child {
 };
 
 PosixProcessSpawner::PosixProcessSpawner(asio::io_context& ctx, const Options& options, const Plan& plan,
-                                         const ListenSockets& sockets, const WorkerCommand& command,
+                                         ListenSockets& sockets, const WorkerCommand& command,
                                          const std::map<std::string, std::string>& environment, SpawnEvents& events)
     : ctx_(ctx), options_(options), plan_(plan), sockets_(sockets), command_(command), events_(events) {
   // What every worker inherits, computed once: the launcher's environment without stale
@@ -184,6 +184,8 @@ void PosixProcessSpawner::signal(std::size_t worker, int sig) {
     signal_group(c.pid, sig);
   }
 }
+
+void PosixProcessSpawner::retire(std::size_t worker) { sockets_.close(worker); }
 
 void PosixProcessSpawner::read(Child& c, const std::shared_ptr<Stream>& stream) {
   const unsigned generation = c.generation;

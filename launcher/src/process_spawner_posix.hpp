@@ -40,12 +40,13 @@ class PosixProcessSpawner final : public ProcessSpawner {
  public:
   /// `events` is told of exits and drained attempts; every reference outlives this object.
   PosixProcessSpawner(boost::asio::io_context& ctx, const Options& options, const Plan& plan,
-                      const ListenSockets& sockets, const WorkerCommand& command,
+                      ListenSockets& sockets, const WorkerCommand& command,
                       const std::map<std::string, std::string>& environment, SpawnEvents& events);
   ~PosixProcessSpawner() override;
 
   SpawnResult spawn(std::size_t worker, int attempt) override;
   void signal(std::size_t worker, int sig) override;
+  void retire(std::size_t worker) override;
   /// Reaps exited children that are not workers (SIGCHLD, and after each worker's exit).
   void reap_orphans();
 
@@ -60,7 +61,7 @@ class PosixProcessSpawner final : public ProcessSpawner {
   boost::asio::io_context& ctx_;
   const Options& options_;
   const Plan& plan_;
-  const ListenSockets& sockets_;
+  ListenSockets& sockets_;
   const WorkerCommand& command_;
   SpawnEvents& events_;
   std::vector<std::string> base_env_;  // KEY=VALUE inherited by every worker

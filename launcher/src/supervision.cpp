@@ -111,6 +111,9 @@ void Supervision::attempt_over(std::size_t i, AttemptEnd end) {
     } else if (w.stop_requested) {
       report_.stopped.push_back({w.node_id, w.pid, ok});
     }
+    if (ok) {
+      spawner_.retire(i);  // a clean exit is final: nothing is kept for a restart
+    }
     w.done = true;
     check_all_done();
     return;

@@ -19,7 +19,7 @@ using boost::system::error_code;
 /// The loop: real processes and timers for the rules, and the launcher's signals.
 class Supervisor {
  public:
-  Supervisor(const Options& options, const Plan& plan, const ListenSockets& sockets, const WorkerCommand& command,
+  Supervisor(const Options& options, const Plan& plan, ListenSockets& sockets, const WorkerCommand& command,
              const std::map<std::string, std::string>& environment)
       : options_(options), timers_(ctx_), spawner_(ctx_, options, plan, sockets, command, environment, relay_),
         rules_(SupervisionPolicy::from(options), node_ids(plan), spawner_, timers_),
@@ -89,7 +89,7 @@ class Supervisor {
 
 }  // namespace
 
-int supervise(const Options& options, const Plan& plan, const ListenSockets& sockets,
+int supervise(const Options& options, const Plan& plan, ListenSockets& sockets,
               const WorkerCommand& command, const std::map<std::string, std::string>& environment) {
   Supervisor supervisor(options, plan, sockets, command, environment);
   return supervisor.run();

@@ -13,7 +13,7 @@ namespace ditask::launcher {
 /// Starts every planned worker and watches them from one Asio event loop: output lines, exits,
 /// signals, restarts, fail-fast, timeout, summary. Returns the job's exit code.
 /// Thread: the calling thread runs the loop; no other threads.
-int supervise(const Options& options, const Plan& plan, const ListenSockets& sockets,
+int supervise(const Options& options, const Plan& plan, ListenSockets& sockets,
               const WorkerCommand& command, const std::map<std::string, std::string>& environment);
 
 }  // namespace ditask::launcher

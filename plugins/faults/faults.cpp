@@ -13,6 +13,10 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -180,4 +184,50 @@ DITASK_MAIN(orphan_then_hang) {
   ::close(gone[0]);
   int status = 0;
   ::waitpid(child, &status, 0);  // the intermediate child is ours to reap; the grandchild is not
+}
+
+namespace {
+
+// errno of one non-blocking connect to 127.0.0.1:port (0: connected; ETIMEDOUT: no answer
+// within 200 ms, as when a listener that never accepts has a full backlog).
+int connect_errno(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  int err = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 ? 0 : errno;
+  if (err == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    err = ETIMEDOUT;
+    if (::poll(&p, 1, 200) == 1) {
+      socklen_t len = sizeof err;
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    }
+  }
+  ::close(fd);
+  return err;
+}
+
+}  // namespace
+
+// Node 0 returns at once (exit 0: never restarted). Node 1 dials node 0's address (its
+// DITASK_ATTACH_TO, tcp on 127.0.0.1) until a connection is refused and prints "RESULT refused";
+// after 30 s of connections still taken it prints "RESULT still accepted" and exits 1.
+DITASK_MAIN(dial_finished_peer) {
+  if (node_id() == 0) {
+    return;
+  }
+  const std::string address = std::getenv("DITASK_ATTACH_TO");  // tcp://127.0.0.1:PORT
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (connect_errno(port) == ECONNREFUSED) {
+      std::cout << "RESULT refused" << std::endl;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::cout << "RESULT still accepted" << std::endl;
+  std::exit(1);
 }

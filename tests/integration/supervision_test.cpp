@@ -219,3 +219,16 @@ TEST_CASE("timeout (--timeout) stops the job and exits 124", "[integration][supe
   CHECK_THAT(r.err, !Contains("job failed"));
   CHECK_THAT(r.err, Contains("ditask: exit code 124\n"));
 }
+
+TEST_CASE("a worker that exited 0 is never restarted, so its launcher closes its listening socket",
+          "[integration][supervision]") {
+  // Before, the launcher kept it for restarts that never come: a dial was accepted and never
+  // answered (a restarted peer waited for a hello until --startup-timeout, on every retry).
+  const std::vector<std::string> more = GENERATE(std::vector<std::string>{},
+                                                 std::vector<std::string>{"--auto-recover", "--restart-backoff", "0"});
+  CAPTURE(more);
+  auto r = run_ditask(faults("dial_finished_peer", 2, more), 60s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 0);
+  CHECK(lines_with(r.out, "[node 1] RESULT refused").size() == 1);
+}

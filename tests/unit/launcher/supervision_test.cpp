@@ -77,6 +77,7 @@ class FakeSpawner final : public ProcessSpawner {
     return SpawnResult{static_cast<pid_t>(1000 + starts.size()), std::nullopt};
   }
   void signal(std::size_t worker, int sig) override { signals.emplace_back(worker, sig); }
+  void retire(std::size_t worker) override { retired.push_back(worker); }
 
   /// Signals sent to `worker`, in order.
   std::vector<int> signals_to(std::size_t worker) const {
@@ -91,6 +92,7 @@ class FakeSpawner final : public ProcessSpawner {
 
   std::vector<Start> starts;
   std::vector<std::pair<std::size_t, int>> signals;
+  std::vector<std::size_t> retired;  // in order
   std::set<std::size_t> fail_to_start;
 
  private:
@@ -254,6 +256,27 @@ TEST_CASE("supervision: --auto-recover restarts with doubling backoff, capped, u
   CHECK(job.rules.exit_code() == 4);
   CHECK(job.rules.report().failure->attempt == 3);
   CHECK(job.rules.report().attempts == std::vector<int>{0, 3});
+}
+
+TEST_CASE("supervision: a worker that exits 0 is retired at once, a failed one that restarts is not",
+          "[supervision]") {
+  SupervisionPolicy policy;
+  policy.auto_recover = true;
+  policy.max_retries = 2;
+  policy.restart_backoff = 10ms;
+  Job job(3, policy);
+  job.rules.start();
+  job.end(2, exited(0));
+  CHECK(job.spawner.retired == std::vector<std::size_t>{2});  // its listening socket goes now
+  job.end(1, exited(3));
+  job.clock.advance(10ms);
+  REQUIRE(job.spawner.starts.back().worker == 1);
+  CHECK(job.spawner.retired == std::vector<std::size_t>{2});  // kept: it starts again
+  job.end(1, exited(0));
+  job.end(0, exited(0));
+  CHECK(job.spawner.retired == std::vector<std::size_t>{2, 1, 0});
+  CHECK(job.finished);
+  CHECK(job.rules.exit_code() == 0);
 }
 
 TEST_CASE("supervision: a restart still pending when the job stops never happens", "[supervision]") {
