@@ -99,6 +99,15 @@ class FakeSpawner final : public ProcessSpawner {
   const FakeClock& clock_;
 };
 
+/// --auto-recover with `retries` restarts at most, the first after `backoff`.
+SupervisionPolicy recovering(int retries, std::chrono::milliseconds backoff) {
+  SupervisionPolicy policy;
+  policy.auto_recover = true;
+  policy.max_retries = retries;
+  policy.restart_backoff = backoff;
+  return policy;
+}
+
 /// A job of `n` workers with node ids 0..n-1 under `policy`, on the fakes.
 struct Job {
   explicit Job(std::size_t n, SupervisionPolicy policy = {})
@@ -229,10 +238,7 @@ TEST_CASE("supervision: a worker failing on its own during a stop is reported as
 
 TEST_CASE("supervision: --auto-recover restarts with doubling backoff, capped, until --max-retries",
           "[supervision]") {
-  SupervisionPolicy policy;
-  policy.auto_recover = true;
-  policy.max_retries = 3;
-  policy.restart_backoff = 1000ms;
+  SupervisionPolicy policy = recovering(3, 1000ms);
   policy.backoff_cap = 3000ms;
   Job job(2, policy);
   job.rules.start();
@@ -260,11 +266,7 @@ TEST_CASE("supervision: --auto-recover restarts with doubling backoff, capped, u
 
 TEST_CASE("supervision: a worker that exits 0 is retired at once, a failed one that restarts is not",
           "[supervision]") {
-  SupervisionPolicy policy;
-  policy.auto_recover = true;
-  policy.max_retries = 2;
-  policy.restart_backoff = 10ms;
-  Job job(3, policy);
+  Job job(3, recovering(2, 10ms));
   job.rules.start();
   job.end(2, exited(0));
   CHECK(job.spawner.retired == std::vector<std::size_t>{2});  // its listening socket goes now
