@@ -2,6 +2,7 @@
 // Workers that fail in every way the launcher must report: signals, exit codes, exceptions,
 // hangs, floods of output, last words on stderr, failures on one node or one attempt.
 // Numbers come from the module arguments: `ditask --package faults --main exit_code -- 3`.
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -188,9 +189,15 @@ DITASK_MAIN(orphan_then_hang) {
 
 namespace {
 
-// errno of one non-blocking connect to 127.0.0.1:port (0: connected; ETIMEDOUT: no answer
-// within 200 ms, as when a listener that never accepts has a full backlog).
-int connect_errno(int port) {
+// Milliseconds from now until `deadline` (0 once it passed).
+int ms_until(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return static_cast<int>(std::max<std::int64_t>(0, left.count()));
+}
+
+// A socket connected to 127.0.0.1:port, or -1 with errno set (ETIMEDOUT when nothing answered by
+// `deadline`, as when a listener that never accepts has a full backlog).
+int dial(int port, std::chrono::steady_clock::time_point deadline) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -200,20 +207,26 @@ int connect_errno(int port) {
   if (err == EINPROGRESS) {
     pollfd p{fd, POLLOUT, 0};
     err = ETIMEDOUT;
-    if (::poll(&p, 1, 200) == 1) {
+    if (::poll(&p, 1, ms_until(deadline)) == 1) {
       socklen_t len = sizeof err;
       ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
     }
   }
-  ::close(fd);
-  return err;
+  if (err != 0) {
+    ::close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace
 
 // Node 0 returns at once (exit 0: never restarted). Node 1 dials node 0's address (its
-// DITASK_ATTACH_TO, tcp on 127.0.0.1) until a connection is refused and prints "RESULT refused";
-// after 30 s of connections still taken it prints "RESULT still accepted" and exits 1.
+// DITASK_ATTACH_TO, tcp on 127.0.0.1): a connection the kernel queues for a listener nobody
+// accepts on is reset when that listener closes, and the next dial must be refused. Prints
+// "RESULT refused"; after 30 s with a connection still held it prints "RESULT still accepted" and
+// exits 1.
 DITASK_MAIN(dial_finished_peer) {
   if (node_id() == 0) {
     return;
@@ -221,12 +234,21 @@ DITASK_MAIN(dial_finished_peer) {
   const std::string address = std::getenv("DITASK_ATTACH_TO");  // tcp://127.0.0.1:PORT
   const int port = std::stoi(address.substr(address.rfind(':') + 1));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (connect_errno(port) == ECONNREFUSED) {
+  while (ms_until(deadline) > 0) {
+    const int fd = dial(port, deadline);
+    if (fd < 0 && errno == ECONNREFUSED) {
       std::cout << "RESULT refused" << std::endl;
       return;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (fd < 0 && errno != ETIMEDOUT) {
+      std::cout << "RESULT dial failed: " << std::strerror(errno) << std::endl;
+      std::exit(1);
+    }
+    if (fd >= 0) {
+      pollfd p{fd, POLLIN, 0};  // wakes when the connection is reset (or at the deadline)
+      ::poll(&p, 1, ms_until(deadline));
+      ::close(fd);
+    }
   }
   std::cout << "RESULT still accepted" << std::endl;
   std::exit(1);
