@@ -34,7 +34,6 @@ class RedisServer {
       : password_(std::move(password)), config_(std::move(config)) {
     for (int tries = 0; tries < 5 && pid_ <= 0; ++tries) {
       reserved_ = std::make_unique<ReservedPorts>(1);  // held while it lives: restart() reuses it
-      port_ = reserved_->first;
       start();
     }
     REQUIRE(pid_ > 0);
@@ -43,8 +42,8 @@ class RedisServer {
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
 
-  int port() const { return port_; }
-  std::string port_text() const { return std::to_string(port_); }
+  int port() const { return reserved_->first; }
+  std::string port_text() const { return std::to_string(port()); }
   /// Kills it (SIGKILL: what it held is gone, as in a crash) and waits for it to exit.
   void stop() {
     if (pid_ > 0) {
@@ -104,7 +103,7 @@ class RedisServer {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<std::uint16_t>(port_));
+    addr.sin_port = htons(static_cast<std::uint16_t>(port()));
     if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
       ::close(fd);
       return -1;
@@ -113,7 +112,7 @@ class RedisServer {
   }
   // Spawns redis-server and waits until it answers a PING, or until it exits (pid_ stays -1).
   void start() {
-    std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
+    std::vector<std::string> args = {"redis-server", "--port", port_text(), "--bind", "127.0.0.1",
                                      "--save", "", "--appendonly", "no", "--dir", dir_.path(),
                                      "--logfile", dir_.file("redis.log"), "--daemonize", "no"};
     if (!password_.empty()) {
@@ -143,7 +142,7 @@ class RedisServer {
     }
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
-    FAIL("redis-server on port " << port_ << " did not answer within 30 s");
+    FAIL("redis-server on port " << port() << " did not answer within 30 s");
   }
   // True when something on the port answers "PING" the way Redis does.
   bool answers() const {
@@ -163,8 +162,7 @@ class RedisServer {
   std::string password_;
   std::vector<std::string> config_;
   TempDir dir_;
-  std::unique_ptr<ReservedPorts> reserved_;
-  int port_ = 0;
+  std::unique_ptr<ReservedPorts> reserved_;  // its port
   pid_t pid_ = -1;
 };
 
