@@ -50,7 +50,8 @@
 #
 # rpc (scripts/bench_rpc.sh): remote calls between 2 workers (64-byte call p50/p99 and calls/s with
 # 1, 8 and 64 in flight, a 1 MiB argument's round trip) beside the mesh's event round trip, its
-# one-way 64-byte event rate and the raw Asio ping-pong from the same run. Options as mesh
+# one-way 64-byte event rate, the raw Asio ping-pong and the raw ceiling of pipelined calls (plain
+# blocking sockets, same discipline: ditask_raw_calls_bench) from the same run. Options as mesh
 # (--runs, --rounds, --count, --timeout). Targets: call p50 <= 1.2x the event round trip; calls/s
 # with 64 in flight >= 0.3x the one-way event rate.
 #
@@ -129,7 +130,7 @@ if ((BUILD)); then
     TARGETS=(ditask faults ditask_spawn_floor)
   elif [[ $MODE == rpc ]]; then
     install_packages "${DITASK_BENCH_PACKAGES[@]}"
-    TARGETS=(ditask bench_mesh bench_rpc ditask_raw_mesh_bench)
+    TARGETS=(ditask bench_mesh bench_rpc ditask_raw_mesh_bench ditask_raw_calls_bench)
   elif [[ $MODE == redis ]]; then
     install_packages "${DITASK_BENCH_PACKAGES[@]}"
     TARGETS=(ditask bench_mesh ditask_redis_baseline_bench)
