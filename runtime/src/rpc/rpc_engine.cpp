@@ -57,7 +57,12 @@ void RpcEngine::start() {
   objects_.set_self(std::shared_ptr<ObjectTable>(shared_from_this(), &objects_));  // shares the engine's life
   groups_.set_attempt(self_.meta ? self_.meta->attempt : 0);
   define_group_function();
-  service_thread_ = std::thread([this] { service_loop(); });
+}
+
+void RpcEngine::start_service_locked() {
+  if (!service_thread_.joinable() && !stopping_) {
+    service_thread_ = std::thread([this] { service_loop(); });  // it waits for mutex_, held here
+  }
 }
 
 // ---- calls made ----
@@ -146,6 +151,9 @@ OutgoingCall RpcEngine::begin(const Callee& to, std::string_view display) {
     service_alarm_ = p.deadline;
   }
   p.timer = timers_.emplace(p.deadline, call.id);
+  if (p.deadline != std::chrono::steady_clock::time_point::max()) {
+    start_service_locked();  // a fresh thread reads the timers first: no wake-up needed
+  }
   lock.unlock();
   if (earliest) {
     service_wake_.notify_one();
@@ -396,6 +404,7 @@ void RpcEngine::post_service(std::function<void()> job) {
       return;
     }
     service_.push_back(std::move(job));
+    start_service_locked();
   }
   service_wake_.notify_one();
 }
@@ -483,6 +492,11 @@ void RpcEngine::stop() noexcept {
   for (const auto& [owner, object, registrations] : objects_.clear()) {
     send_ref_now(owner, rpc_wire::RefOp::release, object, static_cast<std::uint64_t>(registrations), self_.node);
   }
+}
+
+bool RpcEngine::service_started() const {
+  std::lock_guard lock(mutex_);
+  return service_thread_.joinable();
 }
 
 RpcStats RpcEngine::stats() const {

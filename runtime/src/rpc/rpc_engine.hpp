@@ -47,7 +47,8 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   RpcEngine(const RpcEngine&) = delete;
   RpcEngine& operator=(const RpcEngine&) = delete;
 
-  /// Starts the service thread (after construction, when shared).
+  /// Readies the engine (after construction, when shared). Its service thread starts later,
+  /// with its first job.
   void start();
   /// Fails the pending calls, refuses new ones, lets running served calls end, releases the
   /// handles held and destroys the objects owned. Idempotent. Not from a served call.
@@ -70,6 +71,9 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
 
   /// Counters.
   RpcStats stats() const;
+  /// Whether the service thread runs (it starts with its first job: a call with a deadline,
+  /// a handle message, a node that left).
+  bool service_started() const;
   /// This node's objects and handles.
   ObjectTable& objects() noexcept { return objects_; }
   /// This node's group collectives (the rounds it numbers and those it coordinates).
@@ -118,6 +122,8 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
                     std::int64_t about) noexcept;
   void send_ref(std::int64_t to, rpc_wire::RefOp op, std::uint64_t object, std::uint64_t token, std::int64_t about);
   void post_service(std::function<void()> job);
+  // Starts the service thread unless it runs or the engine stops. Caller holds mutex_.
+  void start_service_locked();
   void service_loop();
 
   const std::shared_ptr<Transport> transport_;
