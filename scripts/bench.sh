@@ -50,8 +50,8 @@
 #
 # rpc (scripts/bench_rpc.sh): remote calls between 2 workers (64-byte call p50/p99 and calls/s with
 # 1, 8 and 64 in flight, a 1 MiB argument's round trip) beside the mesh's event round trip, its
-# one-way 64-byte event rate, the raw Asio ping-pong and the raw ceiling of pipelined calls (plain
-# blocking sockets, same discipline: ditask_raw_calls_bench) from the same run. Options as mesh
+# one-way 64-byte event rate, the raw Asio ping-pong and raw pipelined calls (plain blocking
+# sockets, same discipline: ditask_raw_calls_bench) from the same run. Options as mesh
 # (--runs, --rounds, --count, --timeout). Targets: call p50 <= 1.2x the event round trip; calls/s
 # with 64 in flight >= 0.3x the one-way event rate.
 #

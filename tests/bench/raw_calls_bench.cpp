@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The ceiling of `scripts/bench.sh rpc`'s calls/s: request/response over plain blocking loopback
-// TCP sockets between two processes of our own, one thread each, with the discipline of
+// The raw baseline of `scripts/bench.sh rpc`'s calls/s: request/response over plain blocking
+// loopback TCP sockets between two processes of our own, one thread each, with the discipline of
 // plugins/bench_rpc (K calls in flight; a new call starts when the oldest has its answer), and
 // every batching a hand-written program can do: the server answers all requests of one read with
 // one write, the client sends the new requests of one read with one write. No codec, no ids, no
-// futures, no threads: what any runtime that waits in the kernel (not by spinning) can at best
-// reach on this machine.
+// futures, no threads of its own.
 //
 //   ditask_raw_calls_bench calls [--inflight 64] [--rounds 200000] [--warmup 20000] [--size 64]
 //
