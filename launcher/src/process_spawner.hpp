@@ -48,7 +48,8 @@ class ProcessSpawner {
   /// Sends `sig` to the worker's process group.
   virtual void signal(std::size_t worker, int sig) = 0;
   /// The worker will never start again (it exited 0): what was kept for its restarts (its
-  /// listening socket) goes, so a peer that dials it is refused at once.
+  /// listening socket) goes, so a peer that dials it is refused at once, and workers started
+  /// from now on are told it finished (DITASK_FINISHED_NODES), so they do not wait for it.
   virtual void retire(std::size_t worker) = 0;
 };
 

@@ -90,7 +90,7 @@ PosixProcessSpawner::PosixProcessSpawner(asio::io_context& ctx, const Options& o
     : ctx_(ctx), options_(options), plan_(plan), sockets_(sockets), command_(command), events_(events) {
   // What every worker inherits, computed once: the launcher's environment without stale
   // DITASK_* variables and without the names the contract sets per worker.
-  std::set<std::string> contract_names = {"DITASK_ATTEMPT", "DITASK_LISTEN_FD"};
+  std::set<std::string> contract_names = {"DITASK_ATTEMPT", "DITASK_LISTEN_FD", "DITASK_FINISHED_NODES"};
   for (const auto& worker : plan.workers) {
     for (const auto& entry : worker.env) {
       contract_names.insert(entry.first);
@@ -115,6 +115,9 @@ SpawnResult PosixProcessSpawner::spawn(std::size_t worker, int attempt) {
     env.push_back(key + "=" + value);
   }
   env.push_back("DITASK_ATTEMPT=" + std::to_string(attempt));
+  if (!finished_nodes_.empty()) {
+    env.push_back("DITASK_FINISHED_NODES=" + finished_nodes_);  // a restart expects none of them
+  }
   env.push_back("DITASK_LISTEN_FD=" + std::to_string(kListenFd));
   env.push_back("DITASK_LAUNCHER_PID=" + std::to_string(::getpid()));
   ++c.generation;
@@ -185,7 +188,10 @@ void PosixProcessSpawner::signal(std::size_t worker, int sig) {
   }
 }
 
-void PosixProcessSpawner::retire(std::size_t worker) { sockets_.close(worker); }
+void PosixProcessSpawner::retire(std::size_t worker) {
+  sockets_.close(worker);
+  finished_nodes_ += (finished_nodes_.empty() ? "" : ",") + std::to_string(children_.at(worker)->plan->node_id);
+}
 
 void PosixProcessSpawner::read(Child& c, const std::shared_ptr<Stream>& stream) {
   const unsigned generation = c.generation;

@@ -62,6 +62,7 @@ class PosixProcessSpawner final : public ProcessSpawner {
   const Options& options_;
   const Plan& plan_;
   ListenSockets& sockets_;
+  std::string finished_nodes_;  // the retired workers' node ids, "0,3": DITASK_FINISHED_NODES
   const WorkerCommand& command_;
   SpawnEvents& events_;
   std::vector<std::string> base_env_;  // KEY=VALUE inherited by every worker

@@ -220,25 +220,14 @@ int dial(int port, std::chrono::steady_clock::time_point deadline) {
   return fd;
 }
 
-}  // namespace
-
-// Node 0 returns at once (exit 0: never restarted). Node 1 dials node 0's address (its
-// DITASK_ATTACH_TO, tcp on 127.0.0.1): a connection the kernel queues for a listener nobody
-// accepts on is reset when that listener closes, and the next dial must be refused. Prints
-// "RESULT refused"; after 30 s with a connection still held it prints "RESULT still accepted" and
-// exits 1.
-DITASK_MAIN(dial_finished_peer) {
-  if (node_id() == 0) {
-    return;
-  }
-  const std::string address = std::getenv("DITASK_ATTACH_TO");  // tcp://127.0.0.1:PORT
-  const int port = std::stoi(address.substr(address.rfind(':') + 1));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+// Dials 127.0.0.1:port until it is refused (true), or until `deadline` with a connection still
+// accepted (false). A connection the kernel queues for a listener nobody accepts on is reset when
+// that listener closes, and the next dial is refused.
+bool until_refused(int port, std::chrono::steady_clock::time_point deadline) {
   while (ms_until(deadline) > 0) {
     const int fd = dial(port, deadline);
     if (fd < 0 && errno == ECONNREFUSED) {
-      std::cout << "RESULT refused" << std::endl;
-      return;
+      return true;
     }
     if (fd < 0 && errno != ETIMEDOUT) {
       std::cout << "RESULT dial failed: " << std::strerror(errno) << std::endl;
@@ -250,6 +239,47 @@ DITASK_MAIN(dial_finished_peer) {
       ::close(fd);
     }
   }
-  std::cout << "RESULT still accepted" << std::endl;
-  std::exit(1);
+  return false;
+}
+
+// The port of node 0 (DITASK_ATTACH_TO of node 1: tcp://127.0.0.1:PORT).
+int node0_port() {
+  const std::string address = std::getenv("DITASK_ATTACH_TO");
+  return std::stoi(address.substr(address.rfind(':') + 1));
+}
+
+}  // namespace
+
+// Node 0 returns at once (exit 0: never restarted). Node 1 dials node 0's address until it is
+// refused: its launcher closed it. Prints "RESULT refused"; after 30 s with a connection still
+// held it prints "RESULT still accepted" and exits 1.
+DITASK_MAIN(dial_finished_peer) {
+  if (node_id() == 0) {
+    return;
+  }
+  if (!until_refused(node0_port(), std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
+    std::cout << "RESULT still accepted" << std::endl;
+    std::exit(1);
+  }
+  std::cout << "RESULT refused" << std::endl;
+}
+
+// Node 0 returns at once (exit 0). Node 1's first attempt waits until its launcher retired node 0
+// (node 0's address refuses), then fails (exit 3); under --auto-recover its next attempt starts
+// its task, which must become ready without node 0, and prints "RESULT ready peers=<n>".
+DITASK_MAIN(restart_after_peer_finished) {
+  if (node_id() == 0) {
+    return;
+  }
+  const char* attempt = std::getenv("DITASK_ATTEMPT");
+  if (attempt == nullptr || std::string(attempt) == "0") {
+    if (!until_refused(node0_port(), std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
+      std::cout << "RESULT still accepted" << std::endl;
+    }
+    std::exit(3);
+  }
+  auto& task = ditask::task();
+  auto running = task.start();
+  task.ready();
+  std::cout << "RESULT ready peers=" << task.router().peers().size() << std::endl;
 }

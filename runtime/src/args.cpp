@@ -131,6 +131,9 @@ WorkerEnv parse_worker_env(const Env& env) {
   }
   w.run_id = lookup(env, "DITASK_RUN_ID").value_or("");
   w.attempt = optional_integer(env, "DITASK_ATTEMPT", 0, 0);
+  for (const auto& node : split_list(lookup(env, "DITASK_FINISHED_NODES").value_or(""))) {
+    w.finished_nodes.insert(to_integer("DITASK_FINISHED_NODES", node, 0));
+  }
   if (auto level = lookup(env, "DITASK_LOG_LEVEL")) {
     try {
       w.log_level = log::parse_level(*level);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Supervision: exit codes, the failure summary, fail-fast, auto-recover and --timeout.
 #include <filesystem>
+#include <optional>
 
 #include <catch2/catch.hpp>
 
+#include "redis_server.hpp"
 #include "run_ditask.hpp"
 
 using namespace std::chrono_literals;
@@ -231,4 +233,23 @@ TEST_CASE("a worker that exited 0 is never restarted, so its launcher closes its
   INFO(describe(r));
   CHECK(r.exit_code == 0);
   CHECK(lines_with(r.out, "[node 1] RESULT refused").size() == 1);
+}
+
+TEST_CASE("a worker restarted after a peer finished becomes ready without it",
+          "[integration][supervision]") {
+  // Before, it waited for the finished peer until --startup-timeout (here far beyond the run's
+  // own 60 s limit), failed, and was restarted to wait again. Over the mesh and over Redis.
+  const bool redis = GENERATE(false, true);
+  CAPTURE(redis);
+  std::optional<RedisServer> server;
+  std::vector<std::string> more = {"--auto-recover", "--restart-backoff", "0", "--startup-timeout", "600"};
+  if (redis) {
+    server.emplace();
+    more.insert(more.end(), {"--mq-type", "redis", "--redis-port", server->port_text()});
+  }
+  auto r = run_ditask(faults("restart_after_peer_finished", 2, more), 60s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 0);
+  CHECK(lines_with(r.out, "[node 1] RESULT ready peers=0").size() == 1);
+  CHECK_THAT(r.err, Contains("node 1 (pid ") && Contains("attempt 0) exited with code 3; restarting"));
 }

@@ -57,8 +57,7 @@ std::uint64_t random_instance() {
 namespace {
 // A job of several launchers: readiness also waits for world_size - 1 peers in all.
 std::optional<std::int64_t> world_rule(const MeshSettings& s) {
-  const bool beyond = s.topology == "mesh" && s.world_size && *s.world_size > static_cast<std::int64_t>(s.local_nodes.size());
-  return beyond ? s.world_size : std::nullopt;
+  return s.topology == "mesh" ? world_beyond_local(s) : std::nullopt;
 }
 }  // namespace
 
@@ -97,6 +96,9 @@ Mesh::Mesh(MeshSettings settings)
     d.required = true;
     if (auto it = node_at.find(address); it != node_at.end()) {
       d.node = it->second;
+      if (settings_.finished_nodes.count(it->second) != 0) {
+        continue;  // it exited 0 before this worker started: it never comes back
+      }
     }
     peers_.expect(std::move(d));
   }

@@ -46,6 +46,7 @@ MeshSettings mesh_settings(const WorkerEnv& env, const char* token_env, const ch
   s.node_id = env.node_id;
   s.local_id = env.local_id;
   s.attempt = env.attempt;
+  s.finished_nodes = env.finished_nodes;
   s.run_id = env.run_id;
   s.labels = env.labels;
   s.listen = env.listen;
@@ -108,10 +109,17 @@ MeshSettings mesh_settings(const WorkerEnv& env, const char* token_env, const ch
   return s;
 }
 
+std::optional<std::int64_t> world_beyond_local(const MeshSettings& s) {
+  if (!s.world_size || *s.world_size <= static_cast<std::int64_t>(s.local_nodes.size())) {
+    return std::nullopt;
+  }
+  return *s.world_size - static_cast<std::int64_t>(s.finished_nodes.size());
+}
+
 std::vector<LocalNode> expected_inbound(const MeshSettings& s) {
   std::vector<LocalNode> out;
   for (const auto& n : s.local_nodes) {
-    if (n.node_id == s.node_id) {
+    if (n.node_id == s.node_id || s.finished_nodes.count(n.node_id) != 0) {
       continue;
     }
     if ((s.topology == "mesh" && n.local_id > s.local_id) ||

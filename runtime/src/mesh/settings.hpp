@@ -38,6 +38,8 @@ struct MeshSettings {
   /// received frames of other topics are acknowledged and ignored.
   std::string topic_prefix;
   std::vector<LocalNode> local_nodes;   ///< this launcher's workers (this one included)
+  /// Peers that exited 0 before this worker started (DITASK_FINISHED_NODES): never expected.
+  std::set<std::int64_t> finished_nodes;
   std::optional<std::int64_t> world_size;
   std::chrono::milliseconds startup_timeout{60'000};
   std::chrono::milliseconds hello_timeout{10'000};
@@ -55,7 +57,11 @@ struct MeshSettings {
 MeshSettings mesh_settings(const WorkerEnv& env, const char* token_env, const char* listen_fd_env);
 
 /// Node ids of the local workers expected to dial this one (mesh: every higher local worker;
-/// star: every other local worker when this is local worker 0).
+/// star: every other local worker when this is local worker 0); finished ones are not.
 std::vector<LocalNode> expected_inbound(const MeshSettings& settings);
+
+/// In a job of several launchers (world_size beyond this launcher's workers): the job's size
+/// that readiness counts joined peers against, less the nodes that finished; nullopt otherwise.
+std::optional<std::int64_t> world_beyond_local(const MeshSettings& settings);
 
 }  // namespace ditask::detail::mesh

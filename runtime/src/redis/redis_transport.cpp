@@ -48,11 +48,6 @@ std::uint64_t random_instance() {
   return (static_cast<std::uint64_t>(random()) << 32) ^ random() ^ 1u;  // never 0 (0: no process)
 }
 
-std::optional<std::int64_t> beyond_local(const mesh::MeshSettings& s) {
-  const bool beyond = s.world_size && *s.world_size > static_cast<std::int64_t>(s.local_nodes.size());
-  return beyond ? s.world_size : std::nullopt;
-}
-
 bool is_error(const redisReply* reply) { return reply == nullptr || reply->type == REDIS_REPLY_ERROR; }
 
 }  // namespace
@@ -65,11 +60,12 @@ RedisTransport::RedisTransport(mesh::MeshSettings common, RedisSettings server)
       control_channel_(server_.scope + ":ctl"),
       retry_timer_(io_),
       tick_timer_(io_),
-      peers_(beyond_local(settings_)) {
-  // Every other worker of this launcher is expected; a job of several launchers also waits
-  // for --world-size peers in all. Topology does not apply: Redis reaches everyone.
+      peers_(mesh::world_beyond_local(settings_)) {
+  // Every other worker of this launcher is expected (but those that finished before this one
+  // started); a job of several launchers also waits for --world-size peers in all. Topology does
+  // not apply: Redis reaches everyone.
   for (const auto& n : settings_.local_nodes) {
-    if (n.node_id != settings_.node_id) {
+    if (n.node_id != settings_.node_id && settings_.finished_nodes.count(n.node_id) == 0) {
       Peers::Expected e;
       e.node = n.node_id;
       e.address = "redis";

@@ -76,6 +76,22 @@ TEST_CASE("mesh: expected inbound peers follow the dial rules", "[mesh]") {
   CHECK(mesh::expected_inbound(s).empty());
 }
 
+TEST_CASE("mesh: a finished local node is not expected, and a job of several launchers counts it out",
+          "[mesh]") {
+  mesh::MeshSettings s;
+  s.local_nodes = {{10, 0, "a"}, {11, 1, "b"}, {12, 2, "c"}};
+  s.node_id = 10;
+  s.finished_nodes = {11};
+  auto in = mesh::expected_inbound(s);
+  REQUIRE(in.size() == 1);
+  CHECK(in[0].node_id == 12);
+  CHECK_FALSE(mesh::world_beyond_local(s).has_value());  // one launcher: nodes are expected by name
+  s.world_size = 3;
+  CHECK_FALSE(mesh::world_beyond_local(s).has_value());
+  s.world_size = 8;
+  CHECK(mesh::world_beyond_local(s) == 7);  // 6 peers to join, not 7
+}
+
 TEST_CASE("mesh: two nodes become ready, events arrive once and in order, and are acknowledged", "[mesh]") {
   Pair p({tcp_listener(), tcp_listener()});
   p.a->wait_ready();

@@ -70,7 +70,7 @@ TEST_CASE("list_entries reads the DITASK_MAIN entries without loading", "[loader
   CHECK(ditask::list_entries(module_path("faults")) ==
         std::vector<std::string>{"dial_finished_peer", "exit_code", "fail_first_attempt", "fail_on_node", "hang",
                                  "hang_ready", "ignore_int_ready", "kill_self", "noop",
-                                 "orphan_then_hang", "segv", "segv_on_node", "spam",
+                                 "orphan_then_hang", "restart_after_peer_finished", "segv", "segv_on_node", "spam",
                                  "stderr_then_die", "throw_error", "usr1_event"});
   CHECK(ditask::list_entries(module_path("greeting")) ==
         std::vector<std::string>{"main", "main_entry"});

@@ -88,6 +88,7 @@ TEST_CASE("the minimal contract has defaults for everything else", "[worker]") {
   CHECK(w.attach_to.empty());
   CHECK(w.labels.empty());
   CHECK(w.attempt == 0);
+  CHECK(w.finished_nodes.empty());
   CHECK_FALSE(w.log_level.has_value());
   CHECK(w.plan == nlohmann::json::object());
 }
@@ -103,6 +104,7 @@ TEST_CASE("every contract variable is read", "[worker]") {
               {"DITASK_LABELS", " learner,,collector "},
               {"DITASK_RUN_ID", "run-42"},
               {"DITASK_ATTEMPT", "1"},
+              {"DITASK_FINISHED_NODES", "0, 5"},
               {"DITASK_LOG_LEVEL", "debug"},
               {"DITASK_PLAN", R"({"token": "t", "frame_limit": 1024})"}});
   const auto w = ditask::parse_worker_env(env);
@@ -115,6 +117,7 @@ TEST_CASE("every contract variable is read", "[worker]") {
   CHECK(w.labels == std::set<std::string>{"collector", "learner"});
   CHECK(w.run_id == "run-42");
   CHECK(w.attempt == 1);
+  CHECK(w.finished_nodes == std::set<std::int64_t>{0, 5});
   CHECK(w.log_level == ditask::log::Level::debug);
   CHECK(w.plan["frame_limit"] == 1024);
 }
@@ -140,6 +143,8 @@ TEST_CASE("malformed numbers are refused with the bad value", "[worker]") {
         "invalid DITASK_PARALLEL_WORKERS='0': expected an integer >= 1");
   CHECK(std::string(env_error_of(with(kMinimal, "DITASK_ATTEMPT", "x")).what()) ==
         "invalid DITASK_ATTEMPT='x': expected an integer >= 0");
+  CHECK(std::string(env_error_of(with(kMinimal, "DITASK_FINISHED_NODES", "0,two")).what()) ==
+        "invalid DITASK_FINISHED_NODES='two': expected an integer >= 0");
   CHECK(std::string(env_error_of(with(kMinimal, "DITASK_LOCAL_ID", "1")).what()) ==
         "invalid DITASK_LOCAL_ID='1': expected less than DITASK_PARALLEL_WORKERS=1");
   CHECK(std::string(env_error_of(with(kMinimal, "DITASK_WORLD_SIZE", "0")).what()) ==

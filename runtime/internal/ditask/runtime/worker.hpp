@@ -31,6 +31,7 @@ struct WorkerEnv {
   std::set<std::string> roles;             ///< DITASK_ROLES (comma list)
   std::string run_id;                      ///< DITASK_RUN_ID
   std::int64_t attempt = 0;                ///< DITASK_ATTEMPT
+  std::set<std::int64_t> finished_nodes;   ///< DITASK_FINISHED_NODES (comma list): peers that exited 0 for good
   std::string package;                     ///< DITASK_PACKAGE (required)
   std::string main;                        ///< DITASK_MAIN (required)
   std::optional<log::Level> log_level;     ///< DITASK_LOG_LEVEL
