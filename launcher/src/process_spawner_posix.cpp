@@ -190,7 +190,10 @@ void PosixProcessSpawner::signal(std::size_t worker, int sig) {
 
 void PosixProcessSpawner::retire(std::size_t worker) {
   sockets_.close(worker);
-  finished_nodes_ += (finished_nodes_.empty() ? "" : ",") + std::to_string(children_.at(worker)->plan->node_id);
+  if (!finished_nodes_.empty()) {
+    finished_nodes_ += ',';
+  }
+  finished_nodes_ += std::to_string(children_.at(worker)->plan->node_id);
 }
 
 void PosixProcessSpawner::read(Child& c, const std::shared_ptr<Stream>& stream) {
