@@ -266,7 +266,8 @@ DITASK_MAIN(dial_finished_peer) {
 
 // Node 0 returns at once (exit 0). Node 1's first attempt waits until its launcher retired node 0
 // (node 0's address refuses), then fails (exit 3); under --auto-recover its next attempt starts
-// its task, which must become ready without node 0, and prints "RESULT ready peers=<n>".
+// its task, which must become ready without node 0, prints "RESULT ready peers=<n>", then emits
+// to node 0 and prints "RESULT sent to node 0" or "RESULT not sent: <error>".
 DITASK_MAIN(restart_after_peer_finished) {
   if (node_id() == 0) {
     return;
@@ -282,4 +283,10 @@ DITASK_MAIN(restart_after_peer_finished) {
   auto running = task.start();
   task.ready();
   std::cout << "RESULT ready peers=" << task.router().peers().size() << std::endl;
+  try {
+    task.emit_to_node(0, "hello");
+    std::cout << "RESULT sent to node 0" << std::endl;
+  } catch (const std::exception& e) {
+    std::cout << "RESULT not sent: " << e.what() << std::endl;
+  }
 }

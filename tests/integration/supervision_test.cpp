@@ -251,5 +251,7 @@ TEST_CASE("a worker restarted after a peer finished becomes ready without it",
   INFO(describe(r));
   CHECK(r.exit_code == 0);
   CHECK(lines_with(r.out, "[node 1] RESULT ready peers=0").size() == 1);
+  CHECK(lines_with(r.out, "[node 1] RESULT not sent: node 0 finished (exited 0) before node 1 started: it is not "
+                          "restarted").size() == 1);
   CHECK_THAT(r.err, Contains("node 1 (pid ") && Contains("attempt 0) exited with code 3; restarting"));
 }

@@ -294,9 +294,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
       if (relay_plan_.spoke_without_relay()) {
         hint += "; spokes of a star reach each other only through a relaying hub (--relay)";
       }
-      throw Error("node " + std::to_string(*target.node) + " is not a peer of node " +
-                      std::to_string(settings_.node_id),
-                  hint);
+      throw not_a_peer(settings_, *target.node, std::move(hint));
     }
     check_frame_limits(links, event, size);
     if (!early.empty() && size > settings_.max_frame_bytes) {

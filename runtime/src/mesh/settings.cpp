@@ -109,6 +109,15 @@ MeshSettings mesh_settings(const WorkerEnv& env, const char* token_env, const ch
   return s;
 }
 
+Error not_a_peer(const MeshSettings& s, std::int64_t node, std::string hint) {
+  if (s.finished_nodes.count(node) != 0) {
+    return Error("node " + std::to_string(node) + " finished (exited 0) before node " + std::to_string(s.node_id) +
+                     " started: it is not restarted",
+                 std::move(hint));
+  }
+  return Error("node " + std::to_string(node) + " is not a peer of node " + std::to_string(s.node_id), std::move(hint));
+}
+
 std::optional<std::int64_t> world_beyond_local(const MeshSettings& s) {
   if (!s.world_size || *s.world_size <= static_cast<std::int64_t>(s.local_nodes.size())) {
     return std::nullopt;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ditask/error.hpp"
 #include "ditask/runtime/worker.hpp"
 
 namespace ditask::detail::mesh {
@@ -59,6 +60,10 @@ MeshSettings mesh_settings(const WorkerEnv& env, const char* token_env, const ch
 /// Node ids of the local workers expected to dial this one (mesh: every higher local worker;
 /// star: every other local worker when this is local worker 0); finished ones are not.
 std::vector<LocalNode> expected_inbound(const MeshSettings& settings);
+
+/// The error for a send to `node`, which is not a joined peer; `hint` names the connected ones.
+/// A node that finished before this worker started says so.
+Error not_a_peer(const MeshSettings& settings, std::int64_t node, std::string hint);
 
 /// In a job of several launchers (world_size beyond this launcher's workers): the job's size
 /// that readiness counts joined peers against, less the nodes that finished; nullopt otherwise.

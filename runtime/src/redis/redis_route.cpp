@@ -65,8 +65,7 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
     for (const auto& [node, j] : peers_.joined()) {
       known += (known.empty() ? "" : ", ") + std::to_string(node);
     }
-    throw Error("node " + std::to_string(*target.node) + " is not a peer of node " + std::to_string(settings_.node_id),
-                known.empty() ? "no peer is connected" : "connected peers: " + known);
+    throw mesh::not_a_peer(settings_, *target.node, known.empty() ? "no peer is connected" : "connected peers: " + known);
   }
   // Bounded like a mesh send queue: what is on its way to Redis; and per receiver, what it has
   // not said it read (kReadWindowBytes).
