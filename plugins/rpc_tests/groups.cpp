@@ -40,7 +40,10 @@ std::string group_error_of(F&& fn) {
 std::string numbers_text(const std::vector<double>& values) {
   std::string out;
   for (double v : values) {
-    out += (out.empty() ? "" : ",") + std::to_string(static_cast<long long>(v));
+    if (!out.empty()) {
+      out += ',';
+    }
+    out += std::to_string(static_cast<long long>(v));
   }
   return out;
 }

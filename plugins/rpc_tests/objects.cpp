@@ -3,11 +3,11 @@
 // wrapped from a local object (local_ref), fetched (to_here), and destroyed on their owner once
 // the last handle anywhere is released, or its holder died.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "rpc_tests.hpp"
 
@@ -65,6 +65,12 @@ void define_holder_functions() {
   });
   rpc.define("objects", [] { return static_cast<std::int64_t>(ditask::rpc().stats().objects); });
   rpc.define("destroyed", [] { return static_cast<std::int64_t>(g_destroyed.get()); });
+  // Returns once `n` Counters were destroyed here (at most 60 s): the caller waits for the
+  // destruction itself. Concurrent: it must not hold up the caller's queue while it waits.
+  rpc.define_concurrent("destroyed_at_least", [](std::int64_t n) {
+    g_destroyed.wait_until([n](int d) { return d >= n; });
+    return static_cast<std::int64_t>(g_destroyed.get());
+  });
   rpc.define("make_here", [](std::int64_t start) {
     return ditask::rpc().local_ref(std::make_shared<Counter>(start));
   });
@@ -72,11 +78,9 @@ void define_holder_functions() {
 
 }  // namespace
 
-// Node 0 asks node 1 until it destroyed `n` Counters (a release travels apart from the calls).
+// Node 0 waits until node 1 destroyed `n` Counters (a release travels apart from the calls).
 static void wait_destroyed(std::int64_t n) {
-  for (int i = 0; i < 6000 && ditask::rpc().call<std::int64_t>(1, "destroyed") < n; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  ditask::rpc().call<std::int64_t>(ditask::Callee(1).within(std::chrono::minutes(2)), "destroyed_at_least", n);
 }
 
 // Three nodes: node 0 drives, node 1 owns, node 2 holds. Node 0 prints "RESULT ..." with what
