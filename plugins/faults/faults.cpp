@@ -27,6 +27,12 @@ namespace {
 
 std::int64_t node_id() { return ditask::task().router().node_id(); }
 
+// This worker's DITASK_ATTEMPT as the launcher set it ("0" when unset).
+std::string attempt_text() {
+  const char* attempt = std::getenv("DITASK_ATTEMPT");
+  return attempt != nullptr ? attempt : "0";
+}
+
 // The first module argument as an integer, or `fallback` when there is none.
 std::int64_t first_arg(std::int64_t fallback) {
   const auto& args = ditask::args();
@@ -92,13 +98,11 @@ DITASK_MAIN(fail_on_node) {
 
 // Throws on node args()[0] (default 0) in attempt 0 only; every other run succeeds at once.
 DITASK_MAIN(fail_first_attempt) {
-  const char* attempt = std::getenv("DITASK_ATTEMPT");
-  const bool first = attempt == nullptr || std::string(attempt) == "0";
-  if (node_id() == first_arg(0) && first) {
+  const std::string attempt = attempt_text();
+  if (node_id() == first_arg(0) && attempt == "0") {
     throw std::runtime_error("failing attempt 0 on node " + std::to_string(node_id()));
   }
-  std::cout << "node " << node_id() << " attempt " << (attempt != nullptr ? attempt : "0") << " ok"
-            << std::endl;
+  std::cout << "node " << node_id() << " attempt " << attempt << " ok" << std::endl;
 }
 
 // Prints "ready" once it listens; succeeds when SIGUSR1 arrives as an event within 60 s.
@@ -272,8 +276,7 @@ DITASK_MAIN(restart_after_peer_finished) {
   if (node_id() == 0) {
     return;
   }
-  const char* attempt = std::getenv("DITASK_ATTEMPT");
-  if (attempt == nullptr || std::string(attempt) == "0") {
+  if (attempt_text() == "0") {
     if (!until_refused(node0_port(), std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
       std::cout << "RESULT still accepted" << std::endl;
     }
