@@ -34,26 +34,63 @@ void FinishBarrier::note(const Seen& seen) {
   if (seen.changes.empty() && !seen.membership_changed) {
     return;
   }
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     for (const auto& change : seen.changes) {
       if (change.finished) {
         finished_.insert({change.node, change.attempt});
+        for (Waiter* w : waiters_) {
+          wake = (w->awaited.erase({change.node, change.attempt}) > 0 && w->awaited.empty()) || wake;
+        }
       } else {
         std::erase_if(finished_, [&](const auto& f) { return f.first == change.node; });
       }
     }
+    // A join (a new incarnation to await) or a leave (one awaited no longer): read the peers.
+    const bool membership = seen.membership_changed ||
+                            std::any_of(seen.changes.begin(), seen.changes.end(),
+                                        [](const Seen::Change& c) { return !c.finished; });
+    if (membership) {
+      for (Waiter* w : waiters_) {
+        w->reread = true;
+      }
+      wake = wake || !waiters_.empty();
+    }
   }
-  changed_.notify_all();
+  if (wake) {
+    changed_.notify_all();
+  }
 }
 
 bool FinishBarrier::wait(const std::function<std::vector<PeerInfo>()>& connected, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, timeout, [&] {
-    const auto peers = connected();
-    return std::all_of(peers.begin(), peers.end(),
-                       [&](const PeerInfo& p) { return finished_.count({p.node_id, p.attempt}) > 0; });
-  });
+  Waiter me;
+  waiters_.push_back(&me);
+  struct Leave {
+    std::vector<Waiter*>& waiters;
+    Waiter* me;
+    ~Leave() { std::erase(waiters, me); }
+  } leave{waiters_, &me};
+  for (;;) {
+    me.reread = false;
+    me.awaited.clear();
+    for (const PeerInfo& p : connected()) {
+      if (finished_.count({p.node_id, p.attempt}) == 0) {
+        me.awaited.insert({p.node_id, p.attempt});
+      }
+    }
+    if (me.awaited.empty()) {
+      return true;
+    }
+    if (!changed_.wait_until(lock, deadline, [&] { return me.reread || me.awaited.empty(); })) {
+      return false;
+    }
+    if (!me.reread) {
+      return true;  // the last awaited finish came, and nobody joined or left meanwhile
+    }
+  }
 }
 
 }  // namespace ditask::detail

@@ -41,16 +41,26 @@ class FinishBarrier {
   /// Scans a batch: finish events sent by a peer itself (not relayed), peer_joined and
   /// peer_left notices.
   static Seen scan(const std::vector<RemoteEvent>& events);
-  /// Records a scanned batch once the bus holds its events; wakes wait().
+  /// Records a scanned batch once the bus holds its events; wakes a wait() only when this was
+  /// the last finish it awaited, or a peer joined or left (then it reads the peers again).
   void note(const Seen& seen);
-  /// Waits until every peer `connected()` lists (read on each wake-up) has finished, at most
-  /// `timeout`. Returns false when the timeout passed first.
+  /// Waits until every peer `connected()` lists has finished, at most `timeout`. Reads the
+  /// peers when it starts and again after each join or leave, not after each finish. Returns
+  /// false when the timeout passed first.
   bool wait(const std::function<std::vector<PeerInfo>()>& connected, std::chrono::milliseconds timeout);
 
  private:
+  using Incarnation = std::pair<std::int64_t, std::int64_t>;  // (node id, attempt)
+  /// One waiting wait(): the incarnations it still awaits, and whether to read the peers again.
+  struct Waiter {
+    std::set<Incarnation> awaited;
+    bool reread = false;
+  };
+
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::set<std::pair<std::int64_t, std::int64_t>> finished_;  // guarded by mutex_
+  std::set<Incarnation> finished_;  // guarded by mutex_
+  std::vector<Waiter*> waiters_;    // guarded by mutex_; each lives on its wait()'s stack
 };
 
 }  // namespace ditask::detail

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The task layer's finish barrier, without a transport: which events count as a peer's finish,
 // and when the wait ends (every connected peer incarnation finished, or left).
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -132,4 +133,63 @@ TEST_CASE("finish barrier: a peer that rejoins with the same attempt must finish
   CHECK_FALSE(barrier.wait(now, 0ms));
   barrier.note(FinishBarrier::scan({event_from("finish", 1, 0)}));
   CHECK(barrier.wait(now, 0ms));
+}
+
+TEST_CASE("finish barrier: a waiter reads the peers once, not again for each finish that leaves others missing",
+          "[finish]") {
+  // In a job of 32 workers each stopping worker waits for 31 finishes: waking (and copying the
+  // peer list) for each of them made 31 context switches per worker while the last workers were
+  // still starting.
+  FinishBarrier barrier;
+  std::vector<ditask::PeerInfo> connected;
+  for (std::int64_t node = 1; node <= 30; ++node) {
+    connected.push_back(peer(node, 0));
+  }
+  std::atomic<int> reads{0};
+  std::promise<void> waiting;
+  const auto now = [&] {
+    if (reads.fetch_add(1) == 0) {
+      waiting.set_value();
+    }
+    return connected;
+  };
+  auto done = std::async(std::launch::async, [&] { return barrier.wait(now, 60s); });
+  waiting.get_future().wait();
+  for (std::int64_t node = 1; node <= 30; ++node) {
+    barrier.note(FinishBarrier::scan({event_from("finish", static_cast<int>(node), 0)}));
+  }
+  CHECK(done.get());
+  CHECK(reads.load() == 1);
+}
+
+TEST_CASE("finish barrier: a peer that joins while others are awaited is awaited too", "[finish]") {
+  FinishBarrier barrier;
+  std::mutex mutex;
+  std::vector<ditask::PeerInfo> connected{peer(1, 0)};
+  const auto now = [&] {
+    std::lock_guard lock(mutex);
+    return connected;
+  };
+  std::promise<void> waiting;
+  auto first_read = std::make_shared<std::atomic<bool>>(true);
+  const auto now_and_tell = [&] {
+    auto peers = now();
+    if (first_read->exchange(false)) {
+      waiting.set_value();
+    }
+    return peers;
+  };
+  auto done = std::async(std::launch::async, [&] { return barrier.wait(now_and_tell, 60s); });
+  waiting.get_future().wait();
+  {
+    std::lock_guard lock(mutex);
+    connected.push_back(peer(2, 0));  // node 2 joined while node 1 was awaited
+  }
+  barrier.note(FinishBarrier::scan({notice(ditask::events::peer_joined, 2)}));
+  barrier.note(FinishBarrier::scan({event_from("finish", 1, 0)}));
+  // Node 2 has not finished: whenever the waiter looked, it is not done (a waiter that forgot
+  // the newcomer would be done by now, or soon).
+  CHECK(done.wait_for(0s) == std::future_status::timeout);
+  barrier.note(FinishBarrier::scan({event_from("finish", 2, 0)}));
+  CHECK(done.get());
 }
