@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "finish_barrier.hpp"
 
-#include <algorithm>
 #include <string_view>
 
 namespace ditask::detail {
@@ -35,6 +34,8 @@ void FinishBarrier::note(const Seen& seen) {
     return;
   }
   bool wake = false;
+  // A join (a new incarnation to await) or a leave (one awaited no longer): waiters read the peers.
+  bool membership = seen.membership_changed;
   {
     std::lock_guard lock(mutex_);
     for (const auto& change : seen.changes) {
@@ -45,12 +46,9 @@ void FinishBarrier::note(const Seen& seen) {
         }
       } else {
         std::erase_if(finished_, [&](const auto& f) { return f.first == change.node; });
+        membership = true;
       }
     }
-    // A join (a new incarnation to await) or a leave (one awaited no longer): read the peers.
-    const bool membership = seen.membership_changed ||
-                            std::any_of(seen.changes.begin(), seen.changes.end(),
-                                        [](const Seen::Change& c) { return !c.finished; });
     if (membership) {
       for (Waiter* w : waiters_) {
         w->reread = true;
