@@ -94,7 +94,7 @@ with_load() {
 # ping-pong, the bench_mesh rtt entry and ZeroMQ's.
 measure_rtt() {
   local proto=$1 sfx=${2:-} i out perf_file d50=() d99=() dcs=() b50=() b99=() bcs=() dperf=() bperf=()
-  local z50=() z99=() zcs=() wrap=()
+  local z50=() z99=() zcs=() wrap=() dinv=() binv=() zinv=()
   MODULE_PARAMS=("rounds=$ROUNDS" "warmup=$WARMUP")
   ditask_cmd rtt 2 --protocol "$proto"
   for ((i = 0; i < RUNS; i++)); do
@@ -106,6 +106,7 @@ measure_rtt() {
     b50+=("$(field "$out" "raw_mesh_bench rtt " p50_us)") || return
     b99+=("$(field "$out" "raw_mesh_bench rtt " p99_us)") || return
     bcs+=("$(field "$out" "raw_mesh_bench rtt " ctxsw_per_rt)") || return
+    binv+=("$(field "$out" "raw_mesh_bench rtt " ctxsw_involuntary_per_rt)") || return
     ((PERF)) && bperf+=("$(perf_count "$perf_file")")
     cat "$out"
     out="$DITASK_LOG_DIR/rtt-$proto$sfx-ditask-$i.out"
@@ -115,6 +116,7 @@ measure_rtt() {
     d50+=("$(field "$out" "bench_mesh rtt " p50_us)") || return
     d99+=("$(field "$out" "bench_mesh rtt " p99_us)") || return
     dcs+=("$(field "$out" "bench_mesh rtt " ctxsw_per_rt)") || return
+    dinv+=("$(field "$out" "bench_mesh rtt " ctxsw_involuntary_per_rt)") || return
     ((PERF)) && dperf+=("$(perf_count "$perf_file")")
     cat "$out"
     out="$DITASK_LOG_DIR/rtt-$proto$sfx-zmq-$i.out"
@@ -122,11 +124,20 @@ measure_rtt() {
     z50+=("$(field "$out" "zmq_mesh_bench rtt " p50_us)") || return
     z99+=("$(field "$out" "zmq_mesh_bench rtt " p99_us)") || return
     zcs+=("$(field "$out" "zmq_mesh_bench rtt " ctxsw_per_rt)") || return
+    zinv+=("$(field "$out" "zmq_mesh_bench rtt " ctxsw_involuntary_per_rt)") || return
     cat "$out"
   done
   local extra p50=rtt_p50_$proto$sfx p99=rtt_p99_$proto$sfx cs=ctxsw_$proto$sfx
   extra=$(printf '"ctxsw_per_rt":{"ditask":%s,"baseline":%s,"zeromq":%s}' "$(fmedian "${dcs[@]}")" \
     "$(fmedian "${bcs[@]}")" "$(fmedian "${zcs[@]}")")
+  # Of those, the involuntary ones (a runnable thread preempted: the kernel's doing, not a wait).
+  local inv
+  inv=$(printf '"ditask":%s,"baseline":%s,"zeromq":%s' "$(fmedian "${dinv[@]}")" "$(fmedian "${binv[@]}")" \
+    "$(fmedian "${zinv[@]}")")
+  extra+=",\"involuntary_ctxsw_per_rt\":{$inv}"
+  F_EXTRA[$cs]="\"involuntary_ctxsw_per_rt\":{$inv}"
+  F_NOTE[$cs]="of which involuntary (a runnable thread preempted): ditask $(fmedian "${dinv[@]}"),"
+  F_NOTE[$cs]+=" raw $(fmedian "${binv[@]}"), ZeroMQ $(fmedian "${zinv[@]}")"
   if ((PERF)) && [[ -n "${dperf[*]}" && -n "${bperf[*]}" ]]; then
     local total=$((ROUNDS + WARMUP)) dp bp
     dp=$(awk -v c="$(fmedian "${dperf[@]}")" -v n=$total 'BEGIN { printf "%.2f", c / n }')

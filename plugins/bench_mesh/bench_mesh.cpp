@@ -39,6 +39,8 @@
 namespace {
 
 using ditask::bench::context_switches;
+using ditask::bench::Switches;
+using ditask::bench::switches_fields;
 using ditask::bench::micros;
 using ditask::bench::now_ns;
 using ditask::bench::vmrss_kb;
@@ -195,7 +197,7 @@ class Pinger {
     send(std::vector<std::uint8_t>(blob_));
   }
   Signal& finished() { return finished_; }
-  std::int64_t context_switches_in_window() const { return ctx_end_ - ctx_start_; }
+  Switches context_switches_in_window() const { return ctx_end_ - ctx_start_; }
   std::vector<std::int64_t> sorted_latencies() const {
     auto sorted = latencies_ns_;
     std::sort(sorted.begin(), sorted.end());
@@ -230,8 +232,8 @@ class Pinger {
   std::vector<std::int64_t> latencies_ns_;
   std::int64_t done_ = 0;
   std::int64_t sent_ns_ = 0;
-  std::int64_t ctx_start_ = 0;
-  std::int64_t ctx_end_ = 0;
+  Switches ctx_start_;
+  Switches ctx_end_;
   Signal finished_;
 };
 
@@ -251,22 +253,17 @@ void rtt_node0(const Params& params) {
   task.emit_remote("bm.bye");
   const auto sorted = pinger.sorted_latencies();
   const auto n = sorted.size();
-  const auto rounds = static_cast<double>(params["rounds"]);
-  const auto ctx0 = pinger.context_switches_in_window();
-  const auto ctx1 = peer_stats->get<std::int64_t>(0);
-  char ctx[64];
-  std::snprintf(ctx, sizeof ctx, "%.2f", static_cast<double>(ctx0 + ctx1) / rounds);
+  const Switches peer{peer_stats->get<std::int64_t>(0), peer_stats->get<std::int64_t>(1)};
   print_line("rtt rounds=" + std::to_string(n) + " p50_us=" + micros(sorted[n / 2]) +
-             " p99_us=" + micros(sorted[n * 99 / 100]) + " max_us=" + micros(sorted.back()) +
-             " ctxsw_per_rt=" + ctx + " ctxsw_node0=" + std::to_string(ctx0) +
-             " ctxsw_node1=" + std::to_string(ctx1));
+             " p99_us=" + micros(sorted[n * 99 / 100]) + " max_us=" + micros(sorted.back()) + " " +
+             switches_fields(pinger.context_switches_in_window(), peer, params["rounds"]));
 }
 
 void rtt_node1(const Params& params) {
   auto& task = ditask::task();
   const auto warmup = params["warmup"];
   std::int64_t pings = 0;
-  std::int64_t ctx_start = context_switches();
+  Switches ctx_start = context_switches();
   auto done = task.waiter("bm.done");
   auto bye = task.waiter("bm.bye");
   task.on("bm.ping", [&](std::vector<std::uint8_t> blob) {
@@ -279,7 +276,8 @@ void rtt_node1(const Params& params) {
   if (!done.wait(params.timeout())) {
     throw std::runtime_error("bench_mesh: no bm.done from node 0");
   }
-  task.emit_to_node(0, "bm.stats", context_switches() - ctx_start);
+  const Switches window = context_switches() - ctx_start;
+  task.emit_to_node(0, "bm.stats", window.all, window.involuntary);
   await_bye(bye, params);
 }
 

@@ -26,12 +26,36 @@ inline std::int64_t now_ns() {
       .count();
 }
 
-/// Context switches of this process (all threads) so far, voluntary and involuntary: what
-/// `perf stat -e context-switches` counts, but for a window of our choosing.
-inline std::int64_t context_switches() {
+/// Context switches of this process (all threads): `all` is what `perf stat -e
+/// context-switches` counts (voluntary and involuntary), `involuntary` the part where a runnable
+/// thread was preempted (the scheduler's doing, not a wait of the program). Trivially copyable:
+/// a child sends it over its socket as it is.
+struct Switches {
+  std::int64_t all = 0;
+  std::int64_t involuntary = 0;
+};
+
+/// The switches between `from` and `to`.
+inline Switches operator-(const Switches& to, const Switches& from) {
+  return {to.all - from.all, to.involuntary - from.involuntary};
+}
+
+/// This process's context switches so far.
+inline Switches context_switches() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_nvcsw + usage.ru_nivcsw;
+  return {usage.ru_nvcsw + usage.ru_nivcsw, usage.ru_nivcsw};
+}
+
+/// "ctxsw_per_rt=A ctxsw_involuntary_per_rt=B ctxsw_node0=N0 ctxsw_node1=N1": both processes'
+/// switches over `rounds` round trips, as each rtt program prints them.
+inline std::string switches_fields(const Switches& self, const Switches& peer, std::int64_t rounds) {
+  char text[160];
+  const auto per_rt = [&](std::int64_t n) { return static_cast<double>(n) / static_cast<double>(rounds); };
+  std::snprintf(text, sizeof text, "ctxsw_per_rt=%.2f ctxsw_involuntary_per_rt=%.3f ctxsw_node0=%lld ctxsw_node1=%lld",
+                per_rt(self.all + peer.all), per_rt(self.involuntary + peer.involuntary),
+                static_cast<long long>(self.all), static_cast<long long>(peer.all));
+  return text;
 }
 
 /// VmRSS of this process in kB, or -1 when /proc does not tell.

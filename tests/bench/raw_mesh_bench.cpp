@@ -56,6 +56,8 @@ namespace asio = boost::asio;
 namespace {
 
 using ditask::bench::context_switches;
+using ditask::bench::Switches;
+using ditask::bench::switches_fields;
 using ditask::bench::micros;
 using ditask::bench::now_ns;
 using ditask::bench::reap;
@@ -229,12 +231,12 @@ template <class Socket>
 int echo(Socket& socket, std::int64_t warmup) {
   std::vector<std::uint8_t> frame;
   std::int64_t pings = 0;
-  std::int64_t ctx_start = context_switches();
+  Switches ctx_start = context_switches();
   for (;;) {
     std::uint32_t size = 0;
     asio::read(socket, asio::buffer(&size, sizeof size));
     if (size == kStop) {
-      const std::int64_t ctx = context_switches() - ctx_start;
+      const Switches ctx = context_switches() - ctx_start;
       asio::write(socket, asio::buffer(&ctx, sizeof ctx));
       return 0;
     }
@@ -261,7 +263,7 @@ void rtt(const Options& options, const std::string& path) {
   std::vector<std::uint8_t> reply(frame.size());
   std::vector<std::int64_t> latencies;
   latencies.reserve(static_cast<std::size_t>(rounds));
-  std::int64_t ctx_start = context_switches();
+  Switches ctx_start = context_switches();
   for (std::int64_t i = 0; i < warmup + rounds; ++i) {
     if (i == warmup) {
       ctx_start = context_switches();
@@ -276,20 +278,15 @@ void rtt(const Options& options, const std::string& path) {
   }
   const auto ctx_self = context_switches() - ctx_start;
   asio::write(socket, asio::buffer(&kStop, sizeof kStop));
-  std::int64_t ctx_peer = 0;
+  Switches ctx_peer;
   asio::read(socket, asio::buffer(&ctx_peer, sizeof ctx_peer));
   reap(std::vector<Child>{child});
   std::sort(latencies.begin(), latencies.end());
   const auto n = latencies.size();
-  char ctx_text[32];
-  std::snprintf(ctx_text, sizeof ctx_text, "%.2f",
-                static_cast<double>(ctx_self + ctx_peer) / static_cast<double>(rounds));
-  std::printf(
-      "raw_mesh_bench rtt transport=%s rounds=%zu p50_us=%s p99_us=%s max_us=%s "
-      "ctxsw_per_rt=%s ctxsw_node0=%lld ctxsw_node1=%lld\n",
-      options.text("transport").c_str(), n, micros(latencies[n / 2]).c_str(),
-      micros(latencies[n * 99 / 100]).c_str(), micros(latencies.back()).c_str(), ctx_text,
-      static_cast<long long>(ctx_self), static_cast<long long>(ctx_peer));
+  std::printf("raw_mesh_bench rtt transport=%s rounds=%zu p50_us=%s p99_us=%s max_us=%s %s\n",
+              options.text("transport").c_str(), n, micros(latencies[n / 2]).c_str(),
+              micros(latencies[n * 99 / 100]).c_str(), micros(latencies.back()).c_str(),
+              switches_fields(ctx_self, ctx_peer, rounds).c_str());
 }
 
 // ---- stream ----

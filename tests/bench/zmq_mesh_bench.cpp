@@ -42,6 +42,8 @@
 namespace {
 
 using ditask::bench::context_switches;
+using ditask::bench::Switches;
+using ditask::bench::switches_fields;
 using ditask::bench::micros;
 using ditask::bench::now_ns;
 using ditask::bench::reap;
@@ -214,11 +216,11 @@ std::string endpoint_for(const std::string& transport, const std::string& dir, i
 int echo(Dealer& dealer, std::int64_t warmup) {
   std::vector<std::uint8_t> buffer(64);
   std::int64_t pings = 0;
-  std::int64_t ctx_start = context_switches();
+  Switches ctx_start = context_switches();
   for (;;) {
     const std::size_t size = dealer.receive(buffer);
     if (size == 0) {
-      const std::int64_t ctx = context_switches() - ctx_start;
+      const Switches ctx = context_switches() - ctx_start;
       dealer.send(&ctx, sizeof ctx);
       return 0;
     }
@@ -241,7 +243,7 @@ void rtt(const std::map<std::string, std::string>& options, const std::string& d
   std::vector<std::uint8_t> reply(size);
   std::vector<std::int64_t> latencies;
   latencies.reserve(static_cast<std::size_t>(rounds));
-  std::int64_t ctx_start = context_switches();
+  Switches ctx_start = context_switches();
   for (std::int64_t i = 0; i < warmup + rounds; ++i) {
     if (i == warmup) {
       ctx_start = context_switches();
@@ -255,19 +257,16 @@ void rtt(const std::map<std::string, std::string>& options, const std::string& d
   }
   const auto ctx_self = context_switches() - ctx_start;
   dealer.send(nullptr, 0);
-  std::vector<std::uint8_t> peer(sizeof(std::int64_t));
+  std::vector<std::uint8_t> peer(sizeof(Switches));
   dealer.receive(peer);
-  std::int64_t ctx_peer = 0;
+  Switches ctx_peer;
   std::memcpy(&ctx_peer, peer.data(), sizeof ctx_peer);
   reap(std::vector<Child>{child});
   std::sort(latencies.begin(), latencies.end());
   const auto n = latencies.size();
-  std::printf(
-      "zmq_mesh_bench rtt transport=%s rounds=%zu p50_us=%s p99_us=%s max_us=%s ctxsw_per_rt=%.2f "
-      "ctxsw_node0=%lld ctxsw_node1=%lld\n",
-      transport.c_str(), n, micros(latencies[n / 2]).c_str(), micros(latencies[n * 99 / 100]).c_str(),
-      micros(latencies.back()).c_str(), static_cast<double>(ctx_self + ctx_peer) / static_cast<double>(rounds),
-      static_cast<long long>(ctx_self), static_cast<long long>(ctx_peer));
+  std::printf("zmq_mesh_bench rtt transport=%s rounds=%zu p50_us=%s p99_us=%s max_us=%s %s\n",
+              transport.c_str(), n, micros(latencies[n / 2]).c_str(), micros(latencies[n * 99 / 100]).c_str(),
+              micros(latencies.back()).c_str(), switches_fields(ctx_self, ctx_peer, rounds).c_str());
 }
 
 // ---- stream ----
