@@ -72,7 +72,9 @@ class Supervisor {
         return;
       }
       handler(sig);
-      watch(set, handler);
+      if (!rules_.all_done()) {  // a signal can end the job itself (no worker left to wait for)
+        watch(set, handler);
+      }
     });
   }
 

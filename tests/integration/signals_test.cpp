@@ -180,3 +180,19 @@ TEST_CASE("SIGTERM while a restart is pending ends the job without that restart"
   CHECK_THAT(r.err, !Contains("job failed"));
   CHECK_THAT(r.err, Contains("ditask: stopped by SIGTERM"));
 }
+
+TEST_CASE("SIGTERM while the only worker waits for its restart ends the job at once",
+          "[integration][signals]") {
+  // No worker is alive, so the signal ends the job within its own handler: nothing may keep the
+  // launcher waiting for another signal (it did: it exited only on a second one).
+  DitaskProcess p;
+  p.start(faults("fail_first_attempt", 1, {"--auto-recover", "--restart-backoff", "100", "--", "0"}));
+  p.require_line("restarting in 30 s (1 of 3)", 20s);  // capped at 30 s; the harness waits less
+  p.send_signal(SIGTERM);
+  auto r = p.wait(20s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 143);
+  CHECK_THAT(r.err, Contains("ditask: stopped by SIGTERM"));
+  CHECK_THAT(r.err, !Contains("job failed"));
+  CHECK(lines_with(r.out, "attempt 1 ok").empty());
+}
