@@ -43,6 +43,12 @@ double to_seconds(const std::string& name, const std::string& text) {
     throw Error(flag(name) + " expects a number of seconds, got '" + text + "'",
                 "fractions are allowed, e.g. " + flag(name) + " 2.5");
   }
+  // A steady_clock deadline in nanoseconds holds about 292 years from boot; far past it a
+  // timer's deadline wraps around and fires at once.
+  if (value > kMaxSeconds) {
+    throw Error(flag(name) + " must be at most 1e9 seconds (about 31 years), got '" + text + "'",
+                name == "timeout" ? "--timeout 0 means no time limit" : "");
+  }
   return value;
 }
 
@@ -136,6 +142,11 @@ Options build_options(const RawValues& values) {
   if (const auto* v = get("parallel-workers")) {
     o.parallel_workers = to_integer("parallel-workers", *v);
     check_at_least("parallel-workers", static_cast<double>(o.parallel_workers), 1, "1");
+    if (o.parallel_workers > kMaxLocalWorkers) {
+      // Each worker's environment lists every peer: the plan grows with the square of N.
+      throw Error("--parallel-workers must be at most " + std::to_string(kMaxLocalWorkers) + ", got " + *v,
+                  "spread a larger job over several launchers (--world-size, --node-ids)");
+    }
   }
   if (const auto* v = get("layout")) {
     apply_layout(o, *v, get("parallel-workers") != nullptr, get("world-size"), get("roles") != nullptr);
@@ -214,6 +225,13 @@ Options build_options(const RawValues& values) {
       if (!seen.insert(id).second) {
         throw Error("--node-ids lists node id " + std::to_string(id) + " twice", "node ids must be unique");
       }
+    }
+    // The largest id a worker gets (base+i for one base id), computed without overflow.
+    const std::uint64_t last = o.node_ids.size() == 1 ? static_cast<std::uint64_t>(o.node_ids[0]) + n - 1
+                                                      : static_cast<std::uint64_t>(*seen.rbegin());
+    if (last > static_cast<std::uint64_t>(kMaxNodeId)) {
+      throw Error("--node-ids " + *v + " gives node ids up to " + std::to_string(last) + ", above " +
+                  std::to_string(kMaxNodeId) + " (2^53-1, the largest node id)");
     }
   }
   if (const auto* v = get("attach-to")) {

@@ -1,9 +1,20 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <cstdint>
+
 #include "ditask/launcher/options.hpp"
 
 namespace ditask::launcher::detail {
+
+/// The most seconds any duration option takes (about 31 years): far below where a
+/// steady_clock deadline in nanoseconds would wrap around.
+inline constexpr double kMaxSeconds = 1e9;
+/// The most workers one launcher starts (each worker's environment lists every peer, so the
+/// plan grows with the square of N); larger jobs span several launchers.
+inline constexpr std::int64_t kMaxLocalWorkers = 1024;
+/// The largest node id the launcher hands out: 2^53-1, exact as a JSON number anywhere.
+inline constexpr std::int64_t kMaxNodeId = (std::int64_t{1} << 53) - 1;
 
 /// Converts and validates chosen raw values (absent = default) into Options.
 /// Errors: ditask::Error naming the option, the bad value and, where it helps, the choices.
@@ -12,7 +23,7 @@ Options build_options(const RawValues& values);
 /// Splits a comma list, trimming blanks and dropping empty items.
 std::vector<std::string> split_list(const std::string& text);
 
-/// `text` as a finite number of seconds. Errors: ditask::Error naming --<name> and the text.
+/// `text` as a finite number of seconds, at most kMaxSeconds. Errors: ditask::Error naming --<name> and the text.
 double to_seconds(const std::string& name, const std::string& text);
 
 /// `text` as true/false (also 1/0, yes/no, on/off). Errors: ditask::Error naming --<name>.

@@ -286,6 +286,34 @@ TEST_CASE("launcher options: usage errors", "[launcher][options]") {
                Equals("--timeout expects a number of seconds, got '1s'"));
     CHECK_THAT(resolve_error({{"timeout", "inf"}}).what(), Contains("expects a number of seconds"));
   }
+  SECTION("more seconds than a timer holds") {
+    // 1e10 s is past what a steady_clock deadline holds in nanoseconds: such a timer fired at
+    // once (a --timeout 1e10 job ended after 0.02 s with exit 124).
+    auto e = resolve_error({{"timeout", "1e10"}});
+    CHECK_THAT(e.what(), Equals("--timeout must be at most 1e9 seconds (about 31 years), got '1e10'"));
+    CHECK_THAT(e.hint(), Equals("--timeout 0 means no time limit"));
+    CHECK_THAT(resolve_error({{"restart-backoff", "1e300"}}).what(),
+               Equals("--restart-backoff must be at most 1e9 seconds (about 31 years), got '1e300'"));
+    CHECK_THAT(resolve_error({{"startup-interval", "9300000000"}}).what(), Contains("at most 1e9 seconds"));
+    CHECK_THAT(resolve_error({{"grace-period", "1e10"}}).what(), Contains("at most 1e9 seconds"));
+    CHECK_THAT(resolve_error({{"startup-timeout", "1e10"}}).what(), Contains("at most 1e9 seconds"));
+    CHECK(resolve({{"timeout", "1e9"}}).timeout == 1e9);
+  }
+  SECTION("more workers than one launcher starts") {
+    auto e = resolve_error({{"parallel-workers", "99999999999"}});
+    CHECK_THAT(e.what(), Equals("--parallel-workers must be at most 1024, got 99999999999"));
+    CHECK_THAT(e.hint(), Equals("spread a larger job over several launchers (--world-size, --node-ids)"));
+    CHECK(resolve({{"parallel-workers", "1024"}}).parallel_workers == 1024);
+  }
+  SECTION("node ids past the largest") {
+    auto e = resolve_error({{"parallel-workers", "2"}, {"node-ids", "9223372036854775807"}});
+    CHECK_THAT(e.what(), Equals("--node-ids 9223372036854775807 gives node ids up to 9223372036854775808, "
+                                "above 9007199254740991 (2^53-1, the largest node id)"));
+    CHECK_THAT(resolve_error({{"parallel-workers", "2"}, {"node-ids", "5,9007199254740992"}}).what(),
+               Contains("gives node ids up to 9007199254740992, above 9007199254740991"));
+    CHECK(resolve({{"parallel-workers", "2"}, {"node-ids", "9007199254740990"}}).node_ids ==
+          std::vector<std::int64_t>{9007199254740990});
+  }
   SECTION("not a flag value") {
     CHECK_THAT(resolve_error({{"auto-recover", "maybe"}}).what(),
                Equals("--auto-recover expects true or false, got 'maybe'"));
