@@ -4,6 +4,7 @@
 #include "ditask/launcher/roles.hpp"
 #include "layout_option.hpp"
 #include "ditask/runtime/hosts.hpp"
+#include "ditask/runtime/mesh_address.hpp"
 #include "rendezvous.hpp"
 
 #include <algorithm>
@@ -100,6 +101,9 @@ void check_attach_to(const std::vector<std::string>& urls) {
     const bool ipc = url.rfind("ipc://", 0) == 0 && url.size() > 6;
     if (!tcp && !ipc) {
       throw Error("--attach-to address '" + url + "' is not tcp://host:port or ipc:///path");
+    }
+    if (auto why = mesh_address_problem(url); !why.empty()) {  // as the workers would parse it
+      throw Error("--attach-to address '" + url + "': " + why, std::string(kMeshAddressHint));
     }
   }
 }

@@ -4,39 +4,33 @@
 #include <charconv>
 
 #include "ditask/error.hpp"
+#include "ditask/runtime/mesh_address.hpp"
 
 namespace ditask::detail::mesh {
 namespace {
 
-[[noreturn]] void bad(std::string_view text, const std::string& why) {
-  throw Error("bad mesh address '" + std::string(text) + "': " + why,
-              "use tcp://host:port or ipc:///absolute/path");
-}
-
-}  // namespace
-
-Address parse_address(std::string_view text) {
-  Address a;
+// Parses `text` into `a`; returns why it is not an address, or "" when it is one.
+std::string parse_into(std::string_view text, Address& a) {
   a.text = std::string(text);
   if (text.starts_with("ipc://")) {
     a.kind = Address::Kind::ipc;
     a.path = std::string(text.substr(6));
     if (a.path.empty() || a.path.front() != '/') {
-      bad(text, "the ipc path must be absolute");
+      return "the ipc path must be absolute";
     }
     if (a.path.size() > kMaxIpcPath) {
-      bad(text, "the path is " + std::to_string(a.path.size()) + " bytes; a Unix socket path holds at most " +
-                    std::to_string(kMaxIpcPath));
+      return "the path is " + std::to_string(a.path.size()) + " bytes; a Unix socket path holds at most " +
+             std::to_string(kMaxIpcPath);
     }
-    return a;
+    return "";
   }
   if (!text.starts_with("tcp://")) {
-    bad(text, "unknown scheme");
+    return "unknown scheme";
   }
   std::string_view rest = text.substr(6);
   const auto colon = rest.rfind(':');
   if (colon == std::string_view::npos) {
-    bad(text, "no port");
+    return "no port";
   }
   std::string_view host = rest.substr(0, colon);
   const std::string_view port = rest.substr(colon + 1);
@@ -44,16 +38,35 @@ Address parse_address(std::string_view text) {
     host = host.substr(1, host.size() - 2);
   }
   if (host.empty()) {
-    bad(text, "no host");
+    return "no host";
   }
   unsigned value = 0;
   const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
-    bad(text, "bad port '" + std::string(port) + "'");
+    return "bad port '" + std::string(port) + "'";
   }
   a.host = std::string(host);
   a.port = static_cast<std::uint16_t>(value);
+  return "";
+}
+
+}  // namespace
+
+Address parse_address(std::string_view text) {
+  Address a;
+  if (auto why = parse_into(text, a); !why.empty()) {
+    throw Error("bad mesh address '" + std::string(text) + "': " + why, std::string(kMeshAddressHint));
+  }
   return a;
 }
 
 }  // namespace ditask::detail::mesh
+
+namespace ditask {
+
+std::string mesh_address_problem(const std::string& text) {
+  detail::mesh::Address ignored;
+  return detail::mesh::parse_into(text, ignored);
+}
+
+}  // namespace ditask

@@ -429,6 +429,19 @@ TEST_CASE("launcher options: usage errors", "[launcher][options]") {
     CHECK_THAT(resolve_error({{"attach-to", "tcp://10.0.0.1:5000,tcp://nohost"}}).what(),
                Equals("--attach-to address 'tcp://nohost' is not tcp://host:port or ipc:///path"));
     CHECK_THAT(resolve_error({{"attach-to", "ipc://"}}).what(), Contains("'ipc://'"));
+    // What a worker's mesh would refuse is refused here, before any worker starts.
+    const std::pair<const char*, const char*> refused[] = {
+        {"tcp://127.0.0.1:0", "bad port '0'"},
+        {"tcp://127.0.0.1:99999", "bad port '99999'"},
+        {"tcp://:5", "no host"},
+        {"ipc://relative/path", "the ipc path must be absolute"},
+    };
+    for (const auto& [url, why] : refused) {
+      CAPTURE(url);
+      auto e = resolve_error({{"attach-to", url}});
+      CHECK_THAT(e.what(), Equals(std::string("--attach-to address '") + url + "': " + why));
+      CHECK_THAT(e.hint(), Equals("use tcp://host:port or ipc:///absolute/path"));
+    }
   }
   SECTION("negative seconds") {
     CHECK_THAT(resolve_error({{"grace-period", "-1"}}).what(),
