@@ -142,7 +142,11 @@ ListenSockets ListenSockets::bind_all(Plan& plan, const HostMap& hosts) {
       std::string path = worker.listen.substr(6);
       auto dir = std::filesystem::path(path).parent_path();
       if (sockets.ipc_dir_.empty()) {
-        std::filesystem::create_directories(dir);
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);
+        if (ec) {
+          throw ipc_folder_error(ec.message());
+        }
         sockets.ipc_dir_ = dir.string();
       }
       sockets.fds_.push_back(bind_ipc(path));

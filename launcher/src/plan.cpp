@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -35,7 +36,12 @@ std::string host_of(const std::string& url) {
 }
 
 std::string ipc_path(const std::string& run_id, std::int64_t node_id) {
-  auto dir = std::filesystem::temp_directory_path() / ("ditask-" + run_id);
+  std::error_code ec;
+  const auto tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) {
+    throw ipc_folder_error(ec.message());
+  }
+  auto dir = tmp / ("ditask-" + run_id);
   return "ipc://" + (dir / ("node_" + std::to_string(node_id) + ".sock")).string();
 }
 
@@ -111,6 +117,13 @@ std::string make_run_id() {
   char tail[16];
   std::snprintf(tail, sizeof tail, "%06x", random() & 0xffffffu);
   return std::string(stamp) + "-" + tail;
+}
+
+ditask::Error ipc_folder_error(const std::string& why) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  return ditask::Error("cannot make the ipc socket folder under TMPDIR='" + std::string(tmpdir ? tmpdir : "/tmp") +
+                           "': " + why,
+                       "set TMPDIR to a writable folder, or use --protocol tcp");
 }
 
 Plan plan_layout(const Options& options, const std::string& run_id) {

@@ -345,3 +345,13 @@ TEST_CASE("bad input: --help and --version exit 0", "[integration][bad-input]") 
   CHECK(short_version.exit_code == 0);
   CHECK(short_version.out == version.out);
 }
+
+TEST_CASE("bad input: --protocol ipc with a TMPDIR that is not a usable folder", "[integration][bad-input]") {
+  // The socket folder goes under TMPDIR: a user's setting, so exit 2 with a hint, not an
+  // internal error (exit 3).
+  expect_usage_error({"--package", greeting(), "--protocol", "ipc"},
+                     "cannot make the ipc socket folder under TMPDIR='/nonexistent/ditask-tmp': ",
+                     "set TMPDIR to a writable folder, or use --protocol tcp", {{"TMPDIR", "/nonexistent/ditask-tmp"}});
+  expect_usage_error({"--package", greeting(), "--protocol", "ipc"}, "cannot make the ipc socket folder under TMPDIR='/proc': ",
+                     "set TMPDIR to a writable folder, or use --protocol tcp", {{"TMPDIR", "/proc"}});
+}

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ditask/error.hpp"
 #include "ditask/launcher/options.hpp"
 
 namespace ditask::launcher {
@@ -50,6 +51,10 @@ void plan_wiring(Plan& plan, const Options& options);
 /// The plan as --dry-run prints it, with each option's value source. Never holds the token:
 /// it shows as "<hidden>" (kHiddenToken), in "mesh" and in each worker's DITASK_PLAN.
 nlohmann::json plan_to_json(const Plan& plan, const Options& options);
+
+/// The error for an ipc socket folder that cannot be made under TMPDIR (`why`: the system's
+/// reason): a user's setting, so a usage error with a hint, not an internal one.
+ditask::Error ipc_folder_error(const std::string& why);
 
 /// A fresh run id: UTC time plus random hex, e.g. "20261129T120301-3fa9c2".
 std::string make_run_id();
