@@ -60,3 +60,24 @@ DITASK_MAIN(reply) {
   answer.wait([](const auto& text) { return !text.empty(); }, "node 0's answer");
   result(answer.get());
 }
+
+// The same pattern for an event this node emitted itself (`emit_local`): its meta names this
+// node, and emit_to_node(meta.sender, ...) answers it here. Prints "RESULT answer=42 from=<id>
+// transport=<t>" with the answer's own meta.
+DITASK_MAIN(reply_local) {
+  auto& task = ditask::task();
+  Shared<std::string> answer;
+  auto running = task.start();
+  task.on("ask", [&](std::int64_t question, const ditask::EventMeta& meta) {
+    task.emit_to_node(meta.sender, "answer", question * 2);
+  });
+  task.on("answer", [&](std::int64_t value, const ditask::EventMeta& meta) {
+    answer.update([&](auto& text) {
+      text = "answer=" + std::to_string(value) + " from=" + std::to_string(meta.sender) + " transport=" + meta.transport;
+    });
+  });
+  task.ready();
+  task.emit_local("ask", std::int64_t{21});
+  answer.wait([](const auto& text) { return !text.empty(); }, "the answer to this node's own ask");
+  result(answer.get());
+}

@@ -3,6 +3,7 @@
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
 #include "ditask/task.hpp"
+#include "codec/envelope.hpp"
 #include "transport/transport.hpp"
 #include "internal_access.hpp"
 #include "task_impl.hpp"
@@ -26,6 +27,14 @@ std::optional<detail::SendTarget> target_of(bool has_mesh, std::optional<std::in
   target.node = node_id;
   target.label = std::string(label_pattern);
   return target;
+}
+
+// emit_to_node(<this node>, ...): the event goes to this node's own handlers, as a local emit
+// (its meta names this node), so a handler answers a local sender as it answers a remote one.
+void post_to_own_node(detail::EventBus& bus, std::string_view event, EventArgs args) {
+  if (!bus.post(std::string(event), std::move(args))) {
+    throw_not_running();
+  }
 }
 
 }  // namespace
@@ -114,6 +123,10 @@ void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wi
 void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, const std::vector<std::uint8_t>& wire) {
   auto [bus, transport] = impl_->live_for_emit();
+  if (transport && node_id && *node_id == impl_->router.node_id()) {
+    post_to_own_node(*bus, event, detail::codec::decode_event_args(wire));
+    return;
+  }
   if (auto target = target_of(transport != nullptr, node_id, label_pattern, event)) {
     detail::send_wire(*transport, *target, event, wire);
   }
@@ -122,6 +135,10 @@ void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view la
 void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, EventArgs args) {
   auto [bus, transport] = impl_->live_for_emit();
+  if (transport && node_id && *node_id == impl_->router.node_id()) {
+    post_to_own_node(*bus, event, std::move(args));
+    return;
+  }
   if (auto target = target_of(transport != nullptr, node_id, label_pattern, event)) {
     transport->send(*target, event, args);
   }

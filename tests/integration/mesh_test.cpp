@@ -226,6 +226,20 @@ TEST_CASE("mesh: a handler learns who sent its event and replies to exactly that
   }
 }
 
+TEST_CASE("mesh: a handler of a local event replies to its own node with emit_to_node(meta.sender)",
+          "[mesh][integration][redis]") {
+  // docs/runtime.md: a local emit names this node as the sender, and answering the sender is one
+  // call. It threw "node 0 is not a peer of node 0".
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("reply_local", 2)), 30s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) == "answer=42 from=0 transport=local");
+  CHECK(result_of(r.out, 1) == "answer=42 from=1 transport=local");
+}
+
 TEST_CASE("mesh: the greeting example prints 'Get msg: Hi' every time", "[mesh][integration]") {
   for (int run = 0; run < 5; ++run) {
     CAPTURE(run);
