@@ -282,7 +282,15 @@ RawValues load_config(const std::string& path) {
   RawValues values;
   for (const auto& [key, value] : doc.items()) {
     std::string name = canonical_key(key);
-    if (find_spec(name) == nullptr || name == "config") {
+    if (name == "config") {
+      throw Error("config file '" + path + "' names another config file (key 'config')",
+                  "a config file cannot include another; merge the two");
+    }
+    if (name.starts_with("no-") && find_spec(name.substr(3)) != nullptr) {
+      throw Error("unknown key '" + key + "' in config file '" + path + "'",
+                  "write \"" + name.substr(3) + "\": false");
+    }
+    if (find_spec(name) == nullptr) {
       auto guess = closest_match(name, option_names());
       throw Error("unknown key '" + key + "' in config file '" + path + "'",
                   guess ? "did you mean '" + *guess + "'?" : "keys are the option names of ditask --help");
@@ -317,7 +325,35 @@ nlohmann::json parse_platform_spec(const std::string& text) {
   return spec;
 }
 
+namespace {
+
+/// A DITASK_LAUNCH_ variable that names no option is a typo (as an unknown config key is), not
+/// something to ignore silently. Errors: ditask::Error with "did you mean" when one is close.
+void check_launch_variables(const std::map<std::string, std::string>& env) {
+  constexpr std::string_view kPrefix = "DITASK_LAUNCH_";
+  std::vector<std::string> known;  // the part after the prefix, compared without it
+  for (const auto& spec : option_specs()) {
+    known.push_back(env_name(spec.name).substr(kPrefix.size()));
+  }
+  for (const auto& [name, value] : env) {
+    if (!name.starts_with(kPrefix)) {
+      continue;
+    }
+    const std::string option = name.substr(kPrefix.size());
+    if (std::find(known.begin(), known.end(), option) != known.end()) {
+      continue;
+    }
+    auto guess = closest_match(option, known);
+    throw Error("unknown environment variable " + name,
+                guess ? "did you mean " + std::string(kPrefix) + *guess + "?"
+                      : "the launcher reads DITASK_LAUNCH_<OPTION> for each option of ditask --help (unset this one)");
+  }
+}
+
+}  // namespace
+
 Options resolve_options(const RawValues& command_line, const std::map<std::string, std::string>& env) {
+  check_launch_variables(env);
   auto from_env = [&](const std::string& name) -> std::optional<std::string> {
     auto it = env.find(env_name(name));
     return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);

@@ -355,3 +355,8 @@ TEST_CASE("bad input: --protocol ipc with a TMPDIR that is not a usable folder",
   expect_usage_error({"--package", greeting(), "--protocol", "ipc"}, "cannot make the ipc socket folder under TMPDIR='/proc': ",
                      "set TMPDIR to a writable folder, or use --protocol tcp", {{"TMPDIR", "/proc"}});
 }
+
+TEST_CASE("bad input: a DITASK_LAUNCH_ variable that names no option", "[integration][bad-input]") {
+  expect_usage_error({"--package", greeting()}, "unknown environment variable DITASK_LAUNCH_PARALLEL_WORKER",
+                     "did you mean DITASK_LAUNCH_PARALLEL_WORKERS?", {{"DITASK_LAUNCH_PARALLEL_WORKER", "2"}});
+}

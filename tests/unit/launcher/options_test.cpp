@@ -192,7 +192,15 @@ TEST_CASE("load_config errors", "[launcher][options]") {
   }
   SECTION("a config may not name another config") {
     const std::string path = dir.write("nested.json", R"({"config": "other.json"})");
-    CHECK_THAT(error_of([&] { load_config(path); }).what(), Contains("unknown key 'config'"));
+    auto e = error_of([&] { load_config(path); });
+    CHECK_THAT(e.what(), Equals("config file '" + path + "' names another config file (key 'config')"));
+    CHECK_THAT(e.hint(), Equals("a config file cannot include another; merge the two"));
+  }
+  SECTION("a negated flag as a key") {
+    const std::string path = dir.write("negated.json", R"({"no-tag-output": true})");
+    auto e = error_of([&] { load_config(path); });
+    CHECK_THAT(e.what(), Equals("unknown key 'no-tag-output' in config file '" + path + "'"));
+    CHECK_THAT(e.hint(), Equals("write \"tag-output\": false"));
   }
   SECTION("unsupported value type") {
     const std::string path = dir.write("object.json", R"({"labels": {"a": 1}})");
@@ -203,6 +211,19 @@ TEST_CASE("load_config errors", "[launcher][options]") {
     const std::string path = dir.write("bad.json", "{");
     CHECK_THROWS_AS(resolve_options({{"config", path}}, {}), ditask::Error);
   }
+}
+
+TEST_CASE("an unknown DITASK_LAUNCH_ variable is an error, as an unknown config key is", "[launcher][options]") {
+  auto e = error_of([] { resolve({}, {{"DITASK_LAUNCH_PARALLEL_WORKER", "2"}}); });
+  CHECK_THAT(e.what(), Equals("unknown environment variable DITASK_LAUNCH_PARALLEL_WORKER"));
+  CHECK_THAT(e.hint(), Equals("did you mean DITASK_LAUNCH_PARALLEL_WORKERS?"));
+  e = error_of([] { resolve({}, {{"DITASK_LAUNCH_NOPE", "1"}}); });
+  CHECK_THAT(e.what(), Equals("unknown environment variable DITASK_LAUNCH_NOPE"));
+  CHECK_THAT(e.hint(), Equals("the launcher reads DITASK_LAUNCH_<OPTION> for each option of ditask --help "
+                              "(unset this one)"));
+  // Every option has its variable, and other DITASK_ variables are not the launcher's to judge.
+  CHECK(resolve({}, {{"DITASK_LAUNCH_REDIS_URL", "redis://127.0.0.1:6390"}, {"DITASK_NODE_ID", "x"}}).redis.port ==
+        6390);
 }
 
 TEST_CASE("launcher options: accepted values", "[launcher][options]") {
