@@ -192,16 +192,7 @@ class PeerTable {
         return false;
       }
     }
-    if (!world_size_) {
-      return true;
-    }
-    std::set<std::int64_t> seen;
-    for (const auto& e : expected_) {
-      if (e.joined_ever && e.node) {
-        seen.insert(*e.node);
-      }
-    }
-    return static_cast<std::int64_t>(seen.size()) >= *world_size_ - 1;
+    return !world_size_ || joined_ever_count() >= *world_size_ - 1;
   }
   /// A required peer can never join (it refused us, or we it, for good).
   bool refused() const {
@@ -225,7 +216,11 @@ class PeerTable {
       }
     }
     if (out.empty() && world_size_) {
-      out.push_back("fewer than " + std::to_string(*world_size_ - 1) + " peers (--world-size) have connected");
+      const std::int64_t want = *world_size_ - 1;
+      const std::int64_t have = joined_ever_count();
+      out.push_back(std::to_string(want) + (want == 1 ? " peer" : " peers") + " (--world-size " +
+                    std::to_string(*world_size_) + "), of which " + std::to_string(have) +
+                    (have == 1 ? " has" : " have") + " connected");
     }
     return out;
   }
@@ -249,6 +244,17 @@ class PeerTable {
   }
 
  private:
+  // Distinct node ids of expected peers that have joined at least once.
+  std::int64_t joined_ever_count() const {
+    std::set<std::int64_t> seen;
+    for (const auto& e : expected_) {
+      if (e.joined_ever && e.node) {
+        seen.insert(*e.node);
+      }
+    }
+    return static_cast<std::int64_t>(seen.size());
+  }
+
   std::optional<std::int64_t> world_size_;
   std::deque<Expected> expected_;
   std::map<std::int64_t, Joined> joined_;

@@ -90,12 +90,15 @@ TEST_CASE("peer table: a stranger that joins is added, and readiness ignores it"
 }
 
 TEST_CASE("peer table: a job of several launchers waits for world_size - 1 peers", "[peer_table][unit]") {
+  Table alone(2);
+  CHECK(alone.missing([](const Table::Expected&) { return std::string(); }) ==
+        std::vector<std::string>{"1 peer (--world-size 2), of which 0 have connected"});
   Table t(4);
   t.expect(expected_node(1));
   t.join(record(1), std::make_shared<int>(1), "");
   CHECK_FALSE(t.ready());
   CHECK(t.missing([](const Table::Expected&) { return std::string(); }) ==
-        std::vector<std::string>{"fewer than 3 peers (--world-size) have connected"});
+        std::vector<std::string>{"3 peers (--world-size 4), of which 1 has connected"});
   t.join(record(2), std::make_shared<int>(2), "");
   t.join(record(3), std::make_shared<int>(3), "");
   CHECK(t.ready());
