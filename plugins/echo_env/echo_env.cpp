@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Prints what a worker was given, for the launcher's environment-contract tests:
+// Prints what a worker was given, for the launcher's environment-contract tests (entry main):
 // one `KEY=VALUE` line per contract variable (`KEY=<unset>` when absent), then every variable
 // named in the module arguments, the router's view and the arguments themselves.
 #include <cstdlib>
@@ -59,4 +59,17 @@ DITASK_MAIN(main) {
             << " labels=" << joined(router.labels(), ",") << '\n';
   std::cout << "args=" << joined(ditask::args(), " ") << '\n';
   std::cout.flush();
+}
+
+// For configs/auto_recover.json: node 0's first attempt crashes (exit code 3, as a failing
+// worker would); every later attempt, and every other node, prints "node N attempt A ok".
+DITASK_MAIN(crash_first_attempt) {
+  const auto& router = ditask::task().router();
+  const char* attempt = std::getenv("DITASK_ATTEMPT");
+  const std::string a = attempt != nullptr ? attempt : "0";
+  if (router.node_id() == 0 && a == "0") {
+    std::cerr << "node 0 attempt 0: crashing on purpose (exit 3); --auto-recover restarts it" << std::endl;
+    std::exit(3);
+  }
+  std::cout << "node " << router.node_id() << " attempt " << a << " ok" << std::endl;
 }

@@ -255,3 +255,14 @@ TEST_CASE("a worker restarted after a peer finished becomes ready without it",
                           "restarted").size() == 1);
   CHECK_THAT(r.err, Contains("node 1 (pid ") && Contains("attempt 0) exited with code 3; restarting"));
 }
+
+TEST_CASE("the installed example config auto_recover.json restarts node 0 once and succeeds",
+          "[integration][supervision]") {
+  // configs/ is installed: it may name only installed modules (echo_env), never test ones.
+  auto r = run_ditask({"--config", std::string(DITASK_SOURCE_DIR) + "/configs/auto_recover.json"}, 30s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(lines_with(r.err, "restarting in 0.25 s (1 of 2)").size() == 1);
+  CHECK(lines_with(r.out, "[node 0] node 0 attempt 1 ok").size() == 1);
+  CHECK(lines_with(r.out, "[node 1] node 1 attempt 0 ok").size() == 1);
+}

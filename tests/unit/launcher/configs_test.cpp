@@ -67,6 +67,9 @@ TEST_CASE("the example configs say what their names promise", "[launcher][config
   }
   SECTION("auto_recover.json uses the underscore spelling") {
     const Options o = resolve_config("auto_recover.json");
+    // An installed example: it names an installed module (the test module faults is not).
+    CHECK(o.package == "echo_env");
+    CHECK(o.main == "crash_first_attempt");
     CHECK(o.parallel_workers == 2);
     CHECK(o.origins.at("parallel-workers") == Source::config);
     CHECK(o.auto_recover);
