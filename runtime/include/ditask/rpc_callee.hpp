@@ -38,8 +38,8 @@ struct Callee {
 /// Counters of this node's calls since its task started.
 struct RpcStats {
   std::uint64_t calls = 0;          ///< calls made (to other nodes and to itself)
-  std::uint64_t answered = 0;       ///< of those, whose reply came without an error (a result that then fails to convert, bad_result, counts here)
-  std::uint64_t failed = 0;         ///< of those, failed with any other RpcError kind (an error reply, timeout, node_left, ...)
+  std::uint64_t answered = 0;       ///< of those, replied to without an error (bad_result too)
+  std::uint64_t failed = 0;         ///< of those, failed with any other RpcError kind
   std::uint64_t timed_out = 0;      ///< of the failed, by their timeout
   std::uint64_t late_replies = 0;   ///< answers that came after their call had failed (dropped)
   std::uint64_t served = 0;         ///< calls this node ran for others (and itself)
