@@ -5,6 +5,7 @@
 #include <cctype>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include <CLI/CLI.hpp>
 
@@ -73,6 +74,33 @@ std::string unknown_flag_hint(const std::vector<std::string>& given) {
   return "see ditask --help";
 }
 
+/// CLI11's "--labels: At Most 1 required but received 2" for an option given twice, in our words.
+Error repeated_option_error(const std::map<std::string, CLI::Option*>& added, const CLI::ArgumentMismatch& e) {
+  for (const auto& [name, option] : added) {
+    if (option->count() > 1) {
+      // The options that take comma lists (cli.md: "(list)").
+      static const std::set<std::string> kLists = {"node-ids", "labels", "roles", "ports", "attach-to"};
+      const bool list = kLists.count(name) != 0;
+      return Error("--" + name + " was given " + std::to_string(option->count()) + " times",
+                   list ? "give it once; a list takes commas: --" + name + " a,b,c" : "give it once");
+    }
+  }
+  return Error(lower_first(e.what()), "see ditask --help");
+}
+
+/// CLI11's "Could not convert: --auto-recover = maybe" for a flag's value, worded as the same value
+/// from DITASK_LAUNCH_* or --config is.
+Error flag_value_error(const CLI::ConversionError& e) {
+  const std::string text = e.what();
+  const std::string lead = "Could not convert: ";
+  const auto equals = text.find(" = ");
+  if (text.rfind(lead, 0) == 0 && equals != std::string::npos) {
+    return Error(text.substr(lead.size(), equals - lead.size()) + " expects true or false, got '" +
+                 text.substr(equals + 3) + "'");
+  }
+  return Error(lower_first(text), "see ditask --help");
+}
+
 }  // namespace
 
 CommandLine parse_command_line(int argc, char** argv) {
@@ -135,6 +163,10 @@ CommandLine parse_command_line(int argc, char** argv) {
                                                : "the following arguments were not expected: ") +
                     join(extras, " "),
                 unknown_flag_hint(extras));
+  } catch (const CLI::ArgumentMismatch& e) {
+    throw repeated_option_error(added, e);
+  } catch (const CLI::ConversionError& e) {
+    throw flag_value_error(e);
   } catch (const CLI::ParseError& e) {
     throw Error(lower_first(e.what()), "see ditask --help");
   }

@@ -360,3 +360,17 @@ TEST_CASE("bad input: a DITASK_LAUNCH_ variable that names no option", "[integra
   expect_usage_error({"--package", greeting()}, "unknown environment variable DITASK_LAUNCH_PARALLEL_WORKER",
                      "did you mean DITASK_LAUNCH_PARALLEL_WORKERS?", {{"DITASK_LAUNCH_PARALLEL_WORKER", "2"}});
 }
+
+TEST_CASE("bad input: an option given twice", "[integration][bad-input]") {
+  // CLI11's own text was "--labels: At Most 1 required but received 2".
+  expect_usage_error({"--package", greeting(), "--labels", "a,b", "--labels", "c"}, "--labels was given 2 times",
+                     "give it once; a list takes commas: --labels a,b,c");
+  expect_usage_error({"--package", greeting(), "--timeout", "5", "--timeout", "6"}, "--timeout was given 2 times",
+                     "give it once");
+}
+
+TEST_CASE("bad input: a flag with a value that is not true or false", "[integration][bad-input]") {
+  // As from DITASK_LAUNCH_AUTO_RECOVER or --config; CLI11's own text was "could not convert: ...".
+  expect_usage_error({"--package", greeting(), "--auto-recover=maybe"},
+                     "--auto-recover expects true or false, got 'maybe'");
+}
