@@ -74,7 +74,7 @@ TEST_CASE("list_entries reads the DITASK_MAIN entries without loading", "[loader
                                  "stderr_then_die", "throw_error", "usr1_event"});
   CHECK(ditask::list_entries(module_path("greeting")) ==
         std::vector<std::string>{"main", "main_entry"});
-  CHECK(ditask::list_entries(module_path("echo_env")) == std::vector<std::string>{"main"});
+  CHECK(ditask::list_entries(module_path("echo_env")) == std::vector<std::string>{"crash_first_attempt", "main"});
 }
 
 TEST_CASE("load_entry returns a callable entry", "[loader]") {
