@@ -182,7 +182,13 @@ Options build_options(const RawValues& values) {
     o.mq_type = *v;
   }
   if (const auto* v = get("platform-spec")) {
-    parse_platform_spec(*v);  // validated even without --platform
+    parse_platform_spec(*v);  // a malformed spec is named first
+    if (o.platform.empty()) {
+      throw Error("--platform-spec needs --platform (slurm or k8s)", "without a platform, give the settings as flags");
+    }
+  }
+  if (get("host-pattern") != nullptr && o.platform != "k8s") {
+    throw Error("--host-pattern needs --platform k8s");
   }
   if (const auto* v = get("log-level")) {
     o.log_level = *v;

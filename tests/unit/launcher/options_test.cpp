@@ -269,9 +269,6 @@ TEST_CASE("launcher options: accepted values", "[launcher][options]") {
     const Options o = resolve({{"parallel-workers", "2"}, {"world-size", "8"}, {"node-ids", "4"}});
     CHECK(o.world_size == 8);
   }
-  SECTION("a platform spec that is valid JSON") {
-    CHECK_NOTHROW(resolve({{"platform-spec", R"({"tasks": [{"node_ids": 0}]})"}}));
-  }
   SECTION("local_rank is accepted") { CHECK_NOTHROW(resolve({{"local_rank", "3"}})); }
 }
 
@@ -436,7 +433,12 @@ TEST_CASE("launcher options: usage errors", "[launcher][options]") {
   }
   SECTION("platform spec file") {
     TempDir dir;
-    CHECK_NOTHROW(resolve({{"platform-spec", dir.write("spec.json", R"({"tasks": []})")}}));
+    // Valid, but it only means something with --platform: not ignored silently.
+    auto e = resolve_error({{"platform-spec", dir.write("spec.json", R"({"tasks": []})")}});
+    CHECK_THAT(e.what(), Equals("--platform-spec needs --platform (slurm or k8s)"));
+    CHECK_THAT(e.hint(), Equals("without a platform, give the settings as flags"));
+    CHECK_THAT(resolve_error({{"host-pattern", "job-{index}.svc"}}).what(),
+               Equals("--host-pattern needs --platform k8s"));
     const std::string bad = dir.write("bad.json", "{");
     CHECK_THAT(resolve_error({{"platform-spec", bad}}).what(),
                StartsWith("--platform-spec is not valid JSON: "));
