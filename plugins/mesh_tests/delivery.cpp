@@ -117,10 +117,12 @@ std::string multi_text(const MultiState& s) {
   std::string out;
   for (std::size_t h = 0; h < s.seen.size(); ++h) {
     const std::set<std::int64_t> distinct(s.seen[h].begin(), s.seen[h].end());
-    out += "h" + std::to_string(h) + "=" + std::to_string(s.seen[h].size()) + "/" +
-           std::to_string(distinct.size()) + " ";
+    // Appended piece by piece: GCC 12 -O2 reports a false -Wrestrict in libstdc++'s
+    // char_traits for the chain of operator+ this was (GCC bug 105329).
+    out.append("h").append(std::to_string(h)).append("=").append(std::to_string(s.seen[h].size()));
+    out.append("/").append(std::to_string(distinct.size())).append(" ");
   }
-  return out + "once=" + joined(s.once);
+  return out.append("once=").append(joined(s.once));
 }
 
 }  // namespace
