@@ -118,6 +118,16 @@ int launch(const Options& options, const WorkerCommand& command,
   print_option_warnings(options);
   Plan plan = plan_layout(options, run_id_for(options));
   print_layout(options);
+  if (!options.log_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(options.log_dir) / plan.run_id, ec);
+    if (ec) {
+      throw Error("cannot create the log folder in '" + options.log_dir + "': " + ec.message(),
+                  "check that --log-dir is writable");
+    }
+  }
+  ListenSockets sockets = ListenSockets::bind_all(plan, options.hosts);
+  // Only about a mesh that can listen: a bad --address fails above, with no warning first.
   if (options.protocol == "tcp" && !is_loopback(mapped_host(options.hosts, options.address))) {
     if (options.token.empty()) {
       DITASK_LOG(warn, "launcher") << "workers listen on " << options.address
@@ -130,15 +140,6 @@ int launch(const Options& options, const WorkerCommand& command,
                                       "(the traffic itself is not encrypted)";
     }
   }
-  if (!options.log_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(options.log_dir) / plan.run_id, ec);
-    if (ec) {
-      throw Error("cannot create the log folder in '" + options.log_dir + "': " + ec.message(),
-                  "check that --log-dir is writable");
-    }
-  }
-  ListenSockets sockets = ListenSockets::bind_all(plan, options.hosts);
   Options wired = options;
   if (!options.rendezvous.empty()) {
     meet(plan, wired);

@@ -374,3 +374,11 @@ TEST_CASE("bad input: a flag with a value that is not true or false", "[integrat
   expect_usage_error({"--package", greeting(), "--auto-recover=maybe"},
                      "--auto-recover expects true or false, got 'maybe'");
 }
+
+TEST_CASE("bad input: an --address not of this machine fails before any warning about it", "[integration][bad-input]") {
+  // 192.0.2.1 (TEST-NET-1) is bound, never contacted. The warning about an unauthenticated
+  // non-loopback mesh came first, for a mesh that could not even listen.
+  auto r = expect_usage_error({"--package", greeting(), "--address", "192.0.2.1"},
+                              "cannot listen on tcp://192.0.2.1:0: ", "check --address: it must be an address of this machine");
+  CHECK_THAT(r.err, !Contains("not a loopback address"));
+}
