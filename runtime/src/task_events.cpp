@@ -29,12 +29,18 @@ std::optional<detail::SendTarget> target_of(bool has_mesh, std::optional<std::in
   return target;
 }
 
-// emit_to_node(<this node>, ...): the event goes to this node's own handlers, as a local emit
-// (its meta names this node), so a handler answers a local sender as it answers a remote one.
-void post_to_own_node(detail::EventBus& bus, std::string_view event, EventArgs args) {
+// Queues `event` for this process's own handlers (a local emit: its meta names this node).
+// Errors: the task is not running.
+void post_here(detail::EventBus& bus, std::string_view event, EventArgs args) {
   if (!bus.post(std::string(event), std::move(args))) {
     throw_not_running();
   }
+}
+
+// emit_to_node(<this node>, ...) of a worker: the event goes to this node's own handlers, so a
+// handler answers a local sender as it answers a remote one.
+bool is_this_node(bool has_transport, std::optional<std::int64_t> node_id, const Router& router) {
+  return has_transport && node_id && *node_id == router.node_id();
 }
 
 }  // namespace
@@ -79,8 +85,8 @@ void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
   if (scope != Scope::only_local && transport) {
     transport->send(detail::SendTarget::all(), event, args);
   }
-  if (scope != Scope::only_remote && !bus->post(std::string(event), std::move(args))) {
-    throw_not_running();
+  if (scope != Scope::only_remote) {
+    post_here(*bus, event, std::move(args));
   }
 }
 
@@ -115,16 +121,16 @@ void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wi
   if (scope != Scope::only_local && transport) {
     detail::send_wire(*transport, detail::SendTarget::all(), event, wire);
   }
-  if (scope != Scope::only_remote && !bus->post(std::string(event), std::move(*local))) {
-    throw_not_running();
+  if (scope != Scope::only_remote) {
+    post_here(*bus, event, std::move(*local));
   }
 }
 
 void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, const std::vector<std::uint8_t>& wire) {
   auto [bus, transport] = impl_->live_for_emit();
-  if (transport && node_id && *node_id == impl_->router.node_id()) {
-    post_to_own_node(*bus, event, detail::codec::decode_event_args(wire));
+  if (is_this_node(transport != nullptr, node_id, impl_->router)) {
+    post_here(*bus, event, detail::codec::decode_event_args(wire));
     return;
   }
   if (auto target = target_of(transport != nullptr, node_id, label_pattern, event)) {
@@ -135,8 +141,8 @@ void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view la
 void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, EventArgs args) {
   auto [bus, transport] = impl_->live_for_emit();
-  if (transport && node_id && *node_id == impl_->router.node_id()) {
-    post_to_own_node(*bus, event, std::move(args));
+  if (is_this_node(transport != nullptr, node_id, impl_->router)) {
+    post_here(*bus, event, std::move(args));
     return;
   }
   if (auto target = target_of(transport != nullptr, node_id, label_pattern, event)) {
@@ -145,9 +151,7 @@ void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view la
 }
 
 void detail::TaskAccess::post_local(Task& task, std::string_view event, EventArgs args) {
-  if (!task.impl_->live_bus()->post(std::string(event), std::move(args))) {
-    throw_not_running();
-  }
+  post_here(*task.impl_->live_bus(), event, std::move(args));
 }
 
 Waiter Task::waiter(std::string event) {
