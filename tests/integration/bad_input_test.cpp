@@ -382,3 +382,23 @@ TEST_CASE("bad input: an --address not of this machine fails before any warning 
                               "cannot listen on tcp://192.0.2.1:0: ", "check --address: it must be an address of this machine");
   CHECK_THAT(r.err, !Contains("not a loopback address"));
 }
+
+TEST_CASE("bad input: this session's new limits and checks exit 2 before any worker starts", "[integration][bad-input]") {
+  const std::string g = greeting();
+  expect_usage_error({"--package", g, "--timeout", "1e10"},
+                     "--timeout must be at most 1e9 seconds (about 31 years), got '1e10'", "--timeout 0 means no time limit");
+  expect_usage_error({"--package", g, "--parallel-workers", "99999999999"},
+                     "--parallel-workers must be at most 1024, got 99999999999",
+                     "spread a larger job over several launchers (--world-size, --node-ids)");
+  expect_usage_error({"--package", g, "--parallel-workers", "2", "--node-ids", "9223372036854775807"},
+                     "--node-ids 9223372036854775807 gives node ids up to 9223372036854775808, above 9007199254740991");
+  expect_usage_error({"--package", g, "--attach-to", "tcp://127.0.0.1:0"},
+                     "--attach-to address 'tcp://127.0.0.1:0': bad port '0'", "use tcp://host:port or ipc:///absolute/path");
+  expect_usage_error({"--package", g, "--platform-spec", R"({"tasks": []})"},
+                     "--platform-spec needs --platform (slurm or k8s)", "without a platform, give the settings as flags");
+  expect_usage_error({"--package", g, "--host-pattern", "job-{index}.svc"}, "--host-pattern needs --platform k8s");
+  TempDir dir;
+  const std::string nested = dir.write("nested.json", R"({"package": "greeting", "config": "x.json"})");
+  expect_usage_error({"--config", nested}, "config file '" + nested + "' names another config file (key 'config')",
+                     "a config file cannot include another; merge the two");
+}
