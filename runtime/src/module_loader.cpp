@@ -199,6 +199,13 @@ EntryFn load_entry(const std::string& path, const std::string& entry) {
   const std::string entry_symbol = std::string(detail::kEntryPrefix) + entry;
   const std::string abi_symbol = std::string(detail::kEntryAbiPrefix) + entry;
   // Both symbols, as DITASK_MAIN exports them: `ditask_entry_abi_x` alone is x's ABI symbol.
+  const bool is_abi_symbol = entry.starts_with("abi_") &&
+                             library.has(std::string(detail::kEntryPrefix) + entry.substr(4));
+  if (library.has(entry_symbol) && !library.has(abi_symbol) && !is_abi_symbol) {
+    throw Error("'" + path + "' exports " + entry_symbol + " but not " + abi_symbol +
+                    ", the ditask ABI version it was built for",
+                "define the entry with DITASK_MAIN(" + entry + ") from <ditask/ditask.hpp>");
+  }
   if (!library.has(entry_symbol) || !library.has(abi_symbol)) {
     std::vector<std::string> entries;
     try {

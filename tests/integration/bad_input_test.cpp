@@ -114,6 +114,14 @@ TEST_CASE("bad input: a module built for another ABI", "[integration][bad-input]
                      "rebuild the module against this ditask's headers");
 }
 
+TEST_CASE("bad input: an entry exported by hand without its ABI symbol", "[integration][bad-input]") {
+  const std::string path = module_path("abi_mismatch");
+  expect_usage_error({"--package", path, "--main", "by_hand"},
+                     "'" + path + "' exports ditask_entry_by_hand but not ditask_entry_abi_by_hand, "
+                     "the ditask ABI version it was built for",
+                     "define the entry with DITASK_MAIN(by_hand) from <ditask/ditask.hpp>");
+}
+
 TEST_CASE("bad input: a module whose dependency is missing shows the dlopen error",
           "[integration][bad-input]") {
   const std::string path = module_path("missing_dep");

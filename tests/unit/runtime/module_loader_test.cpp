@@ -111,6 +111,17 @@ TEST_CASE("a module built for another ABI is refused", "[loader]") {
   CHECK_THAT(e.hint(), Contains("rebuild"));
 }
 
+TEST_CASE("an entry exported by hand without its ABI symbol names the missing symbol", "[loader]") {
+  const std::string path = module_path("abi_mismatch");
+  auto e = error_of([&] { ditask::load_entry(path, "by_hand"); });
+  CHECK(std::string(e.what()) == "'" + path +
+                                     "' exports ditask_entry_by_hand but not ditask_entry_abi_by_hand, "
+                                     "the ditask ABI version it was built for");
+  CHECK(e.hint() == "define the entry with DITASK_MAIN(by_hand) from <ditask/ditask.hpp>");
+  // It is not listed as an entry either.
+  CHECK(ditask::list_entries(path) == std::vector<std::string>{"main"});
+}
+
 TEST_CASE("files that are not modules are refused with a reason", "[loader]") {
   TempDir dir;
   const std::string text = dir.write("notes.txt", "just some text, long enough for a header\n");
