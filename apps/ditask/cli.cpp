@@ -5,7 +5,6 @@
 #include <cctype>
 #include <iostream>
 #include <map>
-#include <set>
 
 #include <CLI/CLI.hpp>
 
@@ -52,6 +51,8 @@ std::string value_name(const launcher::OptionSpec& spec) {
       return "SECONDS";
     case K::bytes:
       return "BYTES";
+    case K::list:
+      return "LIST";
     case K::text:
     case K::flag:
       break;
@@ -78,9 +79,10 @@ std::string unknown_flag_hint(const std::vector<std::string>& given) {
 Error repeated_option_error(const std::map<std::string, CLI::Option*>& added, const CLI::ArgumentMismatch& e) {
   for (const auto& [name, option] : added) {
     if (option->count() > 1) {
-      // The options that take comma lists (cli.md: "(list)").
-      static const std::set<std::string> kLists = {"node-ids", "labels", "roles", "ports", "attach-to"};
-      const bool list = kLists.count(name) != 0;
+      const auto& specs = launcher::option_specs();
+      const bool list = std::any_of(specs.begin(), specs.end(), [&name](const launcher::OptionSpec& spec) {
+        return spec.name == name && spec.kind == launcher::OptionSpec::Kind::list;
+      });
       return Error("--" + name + " was given " + std::to_string(option->count()) + " times",
                    list ? "give it once; a list takes commas: --" + name + " a,b,c" : "give it once");
     }

@@ -45,9 +45,9 @@ const std::vector<OptionSpec>& option_specs() {
     });
     group("Workers", {
         {"parallel-workers", "", K::integer, "1", {}, "Workers this launcher starts"},
-        {"node-ids", "", K::text, "", {}, "Node ids: one base id (worker i gets base+i) or one per worker. Default 0..N-1"},
-        {"labels", "", K::text, "", {}, "Comma list of labels for every local worker (task().router().labels())"},
-        {"roles", "", K::text, "", {}, "Roles by node id, e.g. learner:0,evaluator:1,collector:2- (ids N, N-M, N-; a+b:N gives one node two roles): task().has_role(), labels role.<name>"},
+        {"node-ids", "", K::list, "", {}, "Node ids: one base id (worker i gets base+i) or one per worker. Default 0..N-1"},
+        {"labels", "", K::list, "", {}, "Comma list of labels for every local worker (task().router().labels())"},
+        {"roles", "", K::list, "", {}, "Roles by node id, e.g. learner:0,evaluator:1,collector:2- (ids N, N-M, N-; a+b:N gives one node two roles): task().has_role(), labels role.<name>"},
         {"layout", "", K::text, "", {}, "A named rank layout that sets --roles and the worker count: biggraph:machines=M[,partition_servers=P] (PyTorch-BigGraph's ProcessRanks: M trainers, M parameter servers, M parameter clients, 1 lock server, P partition servers, M when P < 0 or omitted)"},
         {"world-size", "", K::integer, "", {}, "Workers in the whole job when several launchers form one job (default: this launcher's workers)"},
         {"startup-interval", "", K::number, "0", {}, "Seconds between starting local workers (fractions allowed). DI-engine staggers by 1 s; we need no stagger"},
@@ -56,8 +56,8 @@ const std::vector<OptionSpec>& option_specs() {
     group("Mesh", {
         {"protocol", "", K::text, "tcp", {"tcp", "ipc"}, "Mesh transport: tcp, or ipc (Unix sockets)"},
         {"address", "", K::text, "127.0.0.1", {}, "Host/IP the workers listen on (tcp). DI-engine binds the primary address; ours stays on loopback unless told"},
-        {"ports", "", K::text, "", {}, "Listen ports: one base port (worker i gets base+i) or one per worker. Default: free ports pre-bound by the launcher"},
-        {"attach-to", "", K::text, "", {}, "Comma list of addresses (tcp://host:port, ipc:///path) every local worker also dials"},
+        {"ports", "", K::list, "", {}, "Listen ports: one base port (worker i gets base+i) or one per worker. Default: free ports pre-bound by the launcher"},
+        {"attach-to", "", K::list, "", {}, "Comma list of addresses (tcp://host:port, ipc:///path) every local worker also dials"},
         {"topology", "", K::text, "mesh", {"mesh", "star", "alone"}, "Who dials whom. DI-engine defaults to 'alone', which leaves local workers deaf; ours is 'mesh'"},
         {"relay", "", K::flag, "false", {}, "With --topology star: the hub (local worker 0) relays events between the other workers"},
         {"token", "", K::text, "", {}, "Shared secret of the mesh handshake (default: $DITASK_TOKEN; empty = none). Never printed; prefer DITASK_TOKEN, as a command line is visible to other users"},
@@ -154,6 +154,15 @@ std::string config_value_text(const std::string& key, const nlohmann::json& valu
     return value.dump();
   }
   if (value.is_array()) {
+    if (const OptionSpec* spec = find_spec(canonical_key(key)); spec != nullptr && spec->kind != OptionSpec::Kind::list) {
+      std::vector<std::string> lists;
+      for (const auto& each : option_specs()) {
+        if (each.kind == OptionSpec::Kind::list) {
+          lists.push_back(each.name);
+        }
+      }
+      throw Error("config key '" + key + "' takes one value, not a list", "lists are for " + join(lists, ", "));
+    }
     std::vector<std::string> items;
     for (const auto& item : value) {
       if (!(item.is_string() || item.is_number())) {

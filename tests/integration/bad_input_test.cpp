@@ -341,7 +341,8 @@ TEST_CASE("bad input: --help and --version exit 0", "[integration][bad-input]") 
   CHECK_THAT(help.out,
              Contains("--parallel-workers") && Contains("--package") && Contains("Exit codes"));
   CHECK_THAT(help.out, Contains("\nMesh:\n") && Contains("--max-frame-bytes BYTES") &&
-                           Contains("--send-policy {wait,drop}") && Contains("--token TEXT"));
+                           Contains("--send-policy {wait,drop}") && Contains("--token TEXT") &&
+                           Contains("--labels LIST") && Contains("--attach-to LIST"));
 
   auto version = run_ditask({"--version"}, 20s);
   INFO(describe(version));

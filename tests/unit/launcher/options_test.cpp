@@ -202,6 +202,14 @@ TEST_CASE("load_config errors", "[launcher][options]") {
     CHECK_THAT(e.what(), Equals("unknown key 'no-tag-output' in config file '" + path + "'"));
     CHECK_THAT(e.hint(), Equals("write \"tag-output\": false"));
   }
+  SECTION("a list for an option that takes one value") {
+    const std::string path = dir.write("two_packages.json", R"({"package": ["a.so", "b.so"]})");
+    auto e = error_of([&] { load_config(path); });
+    CHECK_THAT(e.what(), Equals("config key 'package' takes one value, not a list"));
+    CHECK_THAT(e.hint(), Equals("lists are for node-ids, labels, roles, ports, attach-to"));
+    // A list of one is still a list.
+    CHECK_THROWS_AS(load_config(dir.write("one.json", R"({"timeout": [5]})")), ditask::Error);
+  }
   SECTION("unsupported value type") {
     const std::string path = dir.write("object.json", R"({"labels": {"a": 1}})");
     CHECK_THAT(error_of([&] { load_config(path); }).what(),

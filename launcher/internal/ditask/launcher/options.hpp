@@ -22,7 +22,9 @@ const char* to_string(Source source) noexcept;
 /// How one launcher option is spelled and typed; the table drives CLI, env, config and --help.
 struct OptionSpec {
   /// `number`: seconds, fractions allowed. `bytes`: an integer with an optional binary K/M/G.
-  enum class Kind { text, integer, number, bytes, flag };
+  /// `list`: text of comma-separated items (a JSON array in a config file; the only kind that
+  /// takes one).
+  enum class Kind { text, integer, number, bytes, flag, list };
   std::string name;         ///< long name without dashes, e.g. "parallel-workers"
   std::string short_name;   ///< e.g. "p", or empty
   Kind kind = Kind::text;
