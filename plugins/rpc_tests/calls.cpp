@@ -263,3 +263,23 @@ DITASK_MAIN(rpc_callee_dies) {
   const auto now = rpc.call<std::int64_t>(1, "attempt_of");
   result("died=" + died + " attempt=" + std::to_string(now));
 }
+
+// Node 1 stops its task at once; node 0 calls it after node 1's finish arrived, i.e. while
+// node 1 waits for node 0's finish: the call is answered `stopped` at once, not left to
+// node_left or its timeout. Node 0 prints "RESULT after_finish=<error>".
+DITASK_MAIN(rpc_callee_stopping) {
+  auto& rpc = ditask::rpc();
+  rpc.define("add", [](std::int64_t a, std::int64_t b) { return a + b; });
+  auto& task = ditask::task();
+  auto running = task.start();
+  if (node_id() != 0) {
+    task.ready();
+    running.stop();
+    return;
+  }
+  rpc_tests::FinishWatch callee_finished;
+  task.ready();
+  callee_finished.wait();  // node 1's engine stopped before it sent its finish
+  const auto after = error_of([&] { rpc.call<std::int64_t>(ditask::Callee(1).within(std::chrono::minutes(2)), "add", 1, 2); });
+  result("after_finish=" + after);
+}

@@ -187,6 +187,9 @@ void Task::stop_as(bool failing) noexcept {
     transport->set_interest(std::nullopt);  // a next task gets everything until its window closes
     transport->detach();
   }
+  if (rpc) {
+    rpc->close();  // calls that came while this node waited for the finish were answered `stopped`
+  }
   std::shared_ptr<detail::EventBus> bus;
   std::unique_ptr<detail::WorkerPool> pool;
   {

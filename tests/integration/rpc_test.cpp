@@ -117,6 +117,17 @@ TEST_CASE("rpc: a callee that dies mid-call fails the call with node_left, its r
   CHECK(result_of(r.out, 0) == "died=node_left|1|die|node 1 left (connection lost) before it answered| attempt=1");
 }
 
+TEST_CASE("rpc: a call that reaches a stopping callee is answered stopped, not left to its timeout",
+          "[rpc][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(rpc_args("rpc_callee_stopping", 2)), 90s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) == "after_finish=stopped|1|add|node 1 is stopping|");
+}
+
 TEST_CASE("rpc: remote objects are created, called through passed handles, and destroyed when released",
           "[rpc][integration][redis]") {
   const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");

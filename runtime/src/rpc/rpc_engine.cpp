@@ -51,7 +51,12 @@ RpcEngine::RpcEngine(std::shared_ptr<Transport> transport, Self self)
       objects_(self_.node, [this](std::int64_t to, rpc_wire::RefOp op, std::uint64_t object, std::uint64_t token,
                                   std::int64_t about) { send_ref(to, op, object, token, about); }) {}
 
-RpcEngine::~RpcEngine() { stop(); }
+RpcEngine::~RpcEngine() {
+  stop();
+  close();
+}
+
+void RpcEngine::close() noexcept { refusals_.stop(); }
 
 void RpcEngine::start() {
   objects_.set_self(std::shared_ptr<ObjectTable>(shared_from_this(), &objects_));  // shares the engine's life

@@ -5,7 +5,8 @@
 //
 // Threads: take() runs on the transport's io thread (it only matches replies, queues calls and
 // notes membership); served calls run on the per-caller threads or the pool; timeouts and handle
-// messages run on the engine's service thread; begin()/send() on any caller's thread.
+// messages run on the engine's service thread; begin()/send() on any caller's thread; calls that
+// arrive after stop() are answered `stopped` on a refusal thread of their own until close().
 #pragma once
 
 #include <atomic>
@@ -52,7 +53,11 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   void start();
   /// Fails the pending calls, refuses new ones, lets running served calls end, releases the
   /// handles held and destroys the objects owned. Idempotent. Not from a served call.
+  /// Calls that arrive after it are answered `stopped` (on a thread of their own) until close().
   void stop() noexcept;
+  /// Answers what stop() left to answer, then stops answering: for once the transport hands
+  /// this engine nothing more (detached). Idempotent; the destructor calls it.
+  void close() noexcept;
 
   /// Takes the remote-call events out of `events` and handles them; notes the membership
   /// notices (which stay). Thread: the io thread.
@@ -111,6 +116,8 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   // Runs a call; `last`: none of its caller's calls waits behind it (its answer may be written inline).
   void serve(Served& call, bool last);
   void serve_and_delete(Served* call, bool last);
+  // Answers `stopped` to a call that came after stop() (and deletes it).
+  void refuse_and_delete(Served* call);
   void reply_error(std::int64_t caller, std::uint64_t id, RpcError::Kind kind, const std::string& message,
                    const std::string& hint);
   void send_reply(std::int64_t caller, const std::vector<std::uint8_t>* wire, EventArgs* args);
@@ -132,6 +139,9 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   GroupHub groups_;
   KeyedQueues queues_;
   ElasticPool pool_{64};
+  // Answers `stopped` to calls that arrive after stop(): the io thread that refuses them may
+  // not send, and the callers would otherwise wait for node_left or their timeout.
+  ElasticPool refusals_{1};
 
   mutable std::mutex mutex_;
   std::condition_variable service_wake_;

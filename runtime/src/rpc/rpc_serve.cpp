@@ -68,9 +68,7 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
   auto submit = [&] {
     if (!jobs.empty() && !queues_.submit(key, jobs)) {
       for (Served* call : batch) {
-        DITASK_LOG(debug, "rpc") << "call '" << call->header.function << "' from node " << call->caller
-                                 << " dropped: this node is stopping";
-        delete call;
+        refuse_and_delete(call);
       }
     }
     jobs.clear();
@@ -91,9 +89,7 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
     Served* call = owned.release();
     if (call->entry && call->entry->concurrent) {
       if (!pool_.submit([this, call] { serve_and_delete(call, true); })) {
-        DITASK_LOG(debug, "rpc") << "call '" << call->header.function << "' from node " << call->caller
-                                 << " dropped: this node is stopping";
-        delete call;
+        refuse_and_delete(call);
       }
       continue;
     }
@@ -106,6 +102,18 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
   }
   submit();
   calls.clear();
+}
+
+void RpcEngine::refuse_and_delete(Served* call) {
+  const std::int64_t caller = call->caller;
+  const std::uint64_t id = call->header.id;
+  if (!refusals_.submit([this, caller, id] {
+        reply_error(caller, id, RpcError::Kind::stopped, "node " + std::to_string(self_.node) + " is stopping", "");
+      })) {
+    DITASK_LOG(debug, "rpc") << "call '" << call->header.function << "' from node " << caller
+                             << " dropped: this node's task has stopped";
+  }
+  delete call;
 }
 
 void RpcEngine::serve_and_delete(Served* call, bool last) {
