@@ -3,6 +3,7 @@
 // "RESULT ..." lines that tests/integration/group_test.cpp checks.
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -136,5 +137,34 @@ DITASK_MAIN(groups_member_dies) {
   const std::int64_t driver = victim == 0 ? 1 : 0;
   if (node_id() != driver) {
     finish.wait();  // the driver's stop ends the job
+  }
+}
+
+// Run with --topology star and 3 workers, no roles: the hub sees both spokes, each spoke only
+// the hub, so their member lists disagree. Every node's barrier fails with mismatch at once
+// (the hub's too, which no spoke's round includes). The hub, the coordinator of all three
+// rounds, stays until both spokes have their answer. Prints "RESULT members=<ids> barrier=<kind>|<node>".
+DITASK_MAIN(groups_star) {
+  auto& task = ditask::task();
+  auto running = task.start();
+  mesh_tests::Shared<int> answered;
+  task.on("star_answered", [&] { answered.update([](int& n) { ++n; }); });
+  std::optional<rpc_tests::FinishWatch> hub_finished;
+  if (node_id() != 0) {
+    hub_finished.emplace();
+  }
+  auto group = task.group("any");
+  task.ready();
+  std::string members;
+  for (auto m : group.members()) {
+    members += (members.empty() ? "" : ",") + std::to_string(m);
+  }
+  const auto barrier = group_error_of([&] { group.barrier(std::chrono::minutes(2)); });
+  result("members=" + members + " barrier=" + barrier);
+  if (node_id() == 0) {
+    answered.wait([](int n) { return n == 2; }, "both spokes' answers", std::chrono::minutes(2));
+  } else {
+    task.emit("star_answered");
+    hub_finished->wait();
   }
 }

@@ -50,6 +50,16 @@ TEST_CASE("groups: 1,000 barriers in a row, then a sum, on every member", "[grou
   }
 }
 
+TEST_CASE("groups: members that see different members (--topology star) all fail with mismatch at once",
+          "[groups][integration]") {
+  auto r = run_ditask(group_args("groups_star", 3, {"--topology", "star"}), 90s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) == "members=0,1,2 barrier=mismatch|-1");
+  CHECK(result_of(r.out, 1) == "members=0,1 barrier=mismatch|-1");
+  CHECK(result_of(r.out, 2) == "members=0,2 barrier=mismatch|-1");
+}
+
 TEST_CASE("groups: a member that dies mid-barrier fails it on every other member, naming the member, "
           "the group formed anew with its restart works",
           "[groups][integration][redis]") {

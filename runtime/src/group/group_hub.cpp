@@ -2,6 +2,8 @@
 #include "group_hub.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <stdexcept>
 
 namespace ditask::detail {
@@ -23,6 +25,40 @@ std::string seconds_of(std::chrono::milliseconds ms) {
 std::string left_text(std::int64_t node, const std::string& reason) {
   return "member node " + std::to_string(node) + " left (" + reason + ")";
 }
+
+// The members and attempts of one view of a group (an arrival, or an open round).
+struct View {
+  const std::vector<std::int64_t>& members;
+  const std::vector<std::int64_t>& attempts;
+};
+
+// Adds the members of `view` and their attempts (the first view's, where known) to `members`.
+void note_view(std::set<std::int64_t>& members, std::map<std::int64_t, std::int64_t>& attempts, View view) {
+  const bool known = view.attempts.size() == view.members.size();
+  for (std::size_t i = 0; i < view.members.size(); ++i) {
+    members.insert(view.members[i]);
+    if (known) {
+      attempts.emplace(view.members[i], view.attempts[i]);
+    }
+  }
+}
+
+// Whether `view` could be of the formation whose attempts are `attempts`: no member of it came
+// with another attempt (a formation after a restart is another formation, not a disagreement).
+bool same_formation(const std::map<std::int64_t, std::int64_t>& attempts, View view) {
+  if (view.attempts.size() != view.members.size()) {
+    return true;
+  }
+  for (std::size_t i = 0; i < view.members.size(); ++i) {
+    auto it = attempts.find(view.members[i]);
+    if (it != attempts.end() && it->second != view.attempts[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string members_text(const std::vector<std::int64_t>& members) { return "[" + node_list_text(members) + "]"; }
 
 }  // namespace
 
@@ -60,6 +96,53 @@ void GroupHub::fail_locked(Round& round, const char* kind, std::int64_t node, co
   round.answer = failure(kind, node, message);
 }
 
+GroupHub::Disagreement& GroupHub::disagree_locked(const Numbered& at, const nlohmann::json& answer,
+                                                  const std::vector<std::int64_t>& members,
+                                                  const std::vector<std::int64_t>& attempts) {
+  auto [it, fresh] = disagreements_.try_emplace(at);
+  if (!fresh && !same_formation(it->second.attempts, View{members, attempts})) {
+    it->second = Disagreement{};  // one of an earlier formation (before a restart): this one replaces it
+    fresh = true;
+  }
+  if (fresh) {
+    it->second.answer = answer;
+    disagreement_order_.push_back(at);
+    while (disagreement_order_.size() > kEndedKept) {  // the newest (`at`) stays
+      disagreements_.erase(disagreement_order_.front());
+      disagreement_order_.pop_front();
+    }
+  }
+  return it->second;
+}
+
+void GroupHub::fail_numbered_locked(const Numbered& at, Disagreement& d) {
+  for (auto& [key, round] : rounds_) {
+    if (round.done || key.second != at.second || round.group != at.first ||
+        !same_formation(d.attempts, View{round.state.members(), round.attempts})) {
+      continue;
+    }
+    round.done = true;
+    round.answer = d.answer;
+    note_view(d.members, d.attempts, View{round.state.members(), round.attempts});
+    const auto missing = round.state.missing();
+    for (auto member : round.state.members()) {
+      if (std::find(missing.begin(), missing.end(), member) == missing.end()) {
+        d.arrived.insert(member);
+      }
+    }
+  }
+  changed_.notify_all();
+}
+
+nlohmann::json GroupHub::answer_disagreement_locked(const Numbered& at, Disagreement& d, std::int64_t from) {
+  d.arrived.insert(from);
+  nlohmann::json answer = d.answer;
+  if (std::includes(d.arrived.begin(), d.arrived.end(), d.members.begin(), d.members.end())) {
+    disagreements_.erase(at);  // every member any view named has its answer
+  }
+  return answer;
+}
+
 void GroupHub::remember_locked(const Key& key, const nlohmann::json& answer) {
   if (ended_.emplace(key, answer).second) {
     ended_order_.push_back(key);
@@ -90,7 +173,36 @@ nlohmann::json GroupHub::arrive(const std::string& group, std::uint64_t round_no
   if (auto ended = ended_.find(key); ended != ended_.end()) {
     return ended->second;  // the round failed before this member came
   }
-  auto it = rounds_.try_emplace(key, arrival).first;
+  const Numbered numbered{group, round_no};
+  const View view{arrival.members, arrival.attempts};
+  if (auto found = disagreements_.find(numbered);
+      found != disagreements_.end() && same_formation(found->second.attempts, view)) {
+    note_view(found->second.members, found->second.attempts, view);
+    return answer_disagreement_locked(numbered, found->second, from);
+  }
+  for (const auto& [other_key, other] : rounds_) {
+    if (other_key == key || other.done || other_key.second != round_no || other.group != group ||
+        other.state.members() == arrival.members) {
+      continue;
+    }
+    std::map<std::int64_t, std::int64_t> other_attempts;
+    std::set<std::int64_t> other_members;
+    note_view(other_members, other_attempts, View{other.state.members(), other.attempts});
+    if (!same_formation(other_attempts, view)) {
+      continue;
+    }
+    // A round of this group and number that another member opened with other members.
+    Disagreement& d = disagree_locked(
+        numbered,
+        failure("mismatch", -1,
+                "node " + std::to_string(from) + " sees the members " + members_text(arrival.members) +
+                    ", another member " + members_text(other.state.members())),
+        arrival.members, arrival.attempts);
+    note_view(d.members, d.attempts, view);
+    fail_numbered_locked(numbered, d);
+    return answer_disagreement_locked(numbered, d, from);
+  }
+  auto it = rounds_.try_emplace(key, group, arrival).first;
   Round& round = it->second;
   ++round.waiters;
   if (!round.done) {
@@ -99,8 +211,17 @@ nlohmann::json GroupHub::arrive(const std::string& group, std::uint64_t round_no
     }
   }
   if (!round.done) {
+    const std::vector<std::int64_t> members = arrival.members;
+    const std::vector<std::int64_t> attempts = arrival.attempts;
     if (auto misfit = round.state.add(from, std::move(arrival))) {
       fail_locked(round, "mismatch", -1, *misfit);
+      // Rounds of this number opened with other views of the group fail with it.
+      Disagreement& d = disagree_locked(numbered, round.answer, members, attempts);
+      note_view(d.members, d.attempts, View{members, attempts});
+      d.arrived.insert(from);
+      round.done = false;  // so that fail_numbered_locked notes this round's members and arrivals too
+      fail_numbered_locked(numbered, d);
+      round.answer = d.answer;
     } else if (round.state.complete()) {
       try {
         round.answer = {{"ok", true}, {"value", round.state.result()}};

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -46,7 +47,9 @@ class GroupHub {
 
  private:
   struct Round {
-    explicit Round(const GroupArrival& first) : state(first), attempts(first.attempts) {}
+    Round(std::string group_name, const GroupArrival& first)
+        : group(std::move(group_name)), state(first), attempts(first.attempts) {}
+    std::string group;  // the group's name (its key also names the formation)
     GroupRound state;
     std::vector<std::int64_t> attempts;  // its members' attempts, as the first arrival said
     bool done = false;
@@ -54,6 +57,25 @@ class GroupHub {
     std::size_t waiters = 0;  // arrive() calls holding it
   };
   using Key = std::pair<std::string, std::uint64_t>;
+  // Members that disagree about who the members are (e.g. under --topology star, where a spoke
+  // sees only the hub) land in rounds of different formation keys; the first disagreement seen
+  // fails every such round of the same group name and number, and answers the members still to
+  // come, until each member any of them named has arrived.
+  struct Disagreement {
+    nlohmann::json answer;
+    std::map<std::int64_t, std::int64_t> attempts;  // member -> attempt, as the views said (-1: unknown)
+    std::set<std::int64_t> members, arrived;
+  };
+  using Numbered = std::pair<std::string, std::uint64_t>;  // group name, round number
+  // The disagreement at `at`, recorded with `answer` if there is none of the formation of
+  // `members` (with `attempts`). Caller holds mutex_.
+  Disagreement& disagree_locked(const Numbered& at, const nlohmann::json& answer,
+                                const std::vector<std::int64_t>& members, const std::vector<std::int64_t>& attempts);
+  // Fails, with d's answer, every open round of `at` of the same formation as `d`, and notes its
+  // members and arrivals in `d`. Caller holds mutex_.
+  void fail_numbered_locked(const Numbered& at, Disagreement& d);
+  // Notes that `from` got d's answer; forgets `at` once every member named has. Caller holds mutex_.
+  nlohmann::json answer_disagreement_locked(const Numbered& at, Disagreement& d, std::int64_t from);
   // Ends `round` with a failure (if it has not ended). Caller holds mutex_.
   void fail_locked(Round& round, const char* kind, std::int64_t node, const std::string& message);
   // Keeps what a failed round answered, for members that arrive after it ended. Caller holds mutex_.
@@ -64,6 +86,8 @@ class GroupHub {
   std::map<std::string, std::uint64_t> next_;          // guarded by mutex_
   std::map<Key, Round> rounds_;                         // guarded by mutex_
   std::map<Key, nlohmann::json> ended_;                 // guarded by mutex_: failed rounds' answers
+  std::map<Numbered, Disagreement> disagreements_;      // guarded by mutex_
+  std::deque<Numbered> disagreement_order_;             // guarded by mutex_: oldest first, bounded
   std::deque<Key> ended_order_;                         // guarded by mutex_: oldest first, bounded
   struct Left {
     std::int64_t attempt = 0;

@@ -3,6 +3,7 @@
 // outcome, and rounds failed by a member leaving, a timeout or a stop.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -177,4 +178,71 @@ TEST_CASE("group hub: after a member's restart the group formed anew with it wor
   CHECK(a["value"] == nlohmann::json::array({3.0}));
   CHECK(a == b);
   CHECK(b == c);
+}
+
+namespace {
+
+GroupArrival view_of(std::vector<std::int64_t> members, std::vector<std::int64_t> attempts) {
+  GroupArrival a = arrival_of("barrier");
+  a.members = std::move(members);
+  a.attempts = std::move(attempts);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("group hub: members that see different member lists all fail with mismatch, in any order",
+          "[groups][unit]") {
+  // --topology star: the hub (0) sees both spokes, each spoke only the hub. Their rounds have
+  // different formation keys; none may wait for its timeout.
+  GroupHub hub;
+  for (std::uint64_t round = 1; round <= 20; ++round) {
+    nlohmann::json a, b, c;
+    const auto hours = std::chrono::hours(1);
+    std::vector<std::thread> threads;
+    threads.push_back(arrive_on_thread(hub, round, 0, view_of({0, 1, 2}, {0, 0, 0}), a, hours));
+    threads.push_back(arrive_on_thread(hub, round, 1, view_of({0, 1}, {0, 0}), b, hours));
+    threads.push_back(arrive_on_thread(hub, round, 2, view_of({0, 2}, {0, 0}), c, hours));
+    if (round % 2 == 0) {
+      std::reverse(threads.begin(), threads.end());
+    }
+    for (auto& t : threads) {
+      t.join();
+    }
+    CAPTURE(round, a, b, c);
+    CHECK(a["kind"] == "mismatch");
+    CHECK(b["kind"] == "mismatch");
+    CHECK(c["kind"] == "mismatch");
+  }
+}
+
+TEST_CASE("group hub: two members with different member lists fail at once, not at the timeout", "[groups][unit]") {
+  GroupHub hub;
+  nlohmann::json a;
+  auto ta = arrive_on_thread(hub, 1, 0, view_of({0, 1, 2}, {0, 0, 0}), a, std::chrono::hours(1));
+  const auto b = hub.arrive("g", 1, 1, view_of({0, 1}, {0, 0}), std::chrono::hours(1));
+  ta.join();
+  CHECK(b["kind"] == "mismatch");
+  CHECK(a == b);
+  // Node 2, named by node 0's view, gets the same answer when it comes.
+  CHECK(hub.arrive("g", 1, 2, view_of({0, 2}, {0, 0}), std::chrono::hours(1)) == b);
+}
+
+TEST_CASE("group hub: a disagreement does not fail the same round number of a group formed after a restart",
+          "[groups][unit]") {
+  GroupHub hub;
+  nlohmann::json hub_view;
+  auto th = arrive_on_thread(hub, 1, 0, view_of({0, 1, 2}, {0, 0, 0}), hub_view, std::chrono::hours(1));
+  CHECK(hub.arrive("g", 1, 1, view_of({0, 1}, {0, 0}), std::chrono::hours(1))["kind"] == "mismatch");
+  th.join();
+  CHECK(hub_view["kind"] == "mismatch");
+  // Node 2 (named, never come) keeps the disagreement on record. Node 1 restarts: the group
+  // formed anew with its attempt 1 counts from round 1 and works.
+  nlohmann::json a, b;
+  auto ta = arrive_on_thread(hub, 1, 0, view_of({0, 1}, {0, 1}), a);
+  auto tb = arrive_on_thread(hub, 1, 1, view_of({0, 1}, {0, 1}), b);
+  ta.join();
+  tb.join();
+  CHECK(a["ok"] == true);
+  CHECK(a == b);
 }
