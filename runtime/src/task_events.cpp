@@ -45,12 +45,12 @@ bool is_this_node(bool has_transport, std::optional<std::int64_t> node_id, const
 
 }  // namespace
 
-Task::Impl::Live Task::Impl::live_for_emit() {
-  Live l = live();
+void Task::Impl::surface_after_emit(const Live& l) {
+  // After the send, not before: the emit that reports an earlier failure still emits its own
+  // event (a caller that catches the HandlerError and goes on loses nothing).
   if (!l.bus->on_dispatcher_thread()) {
     rethrow_handler_error();
   }
-  return l;
 }
 
 Task::Impl::Live Task::Impl::live() const {
@@ -81,13 +81,14 @@ std::size_t detail::TaskAccess::handler_count(const Task& task, std::string_view
 }
 
 void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
-  auto [bus, transport] = impl_->live_for_emit();
-  if (scope != Scope::only_local && transport) {
-    transport->send(detail::SendTarget::all(), event, args);
+  const auto live = impl_->live();
+  if (scope != Scope::only_local && live.transport) {
+    live.transport->send(detail::SendTarget::all(), event, args);
   }
   if (scope != Scope::only_remote) {
-    post_here(*bus, event, std::move(args));
+    post_here(*live.bus, event, std::move(args));
   }
+  impl_->surface_after_emit(live);
 }
 
 namespace {
@@ -117,37 +118,36 @@ std::vector<std::uint8_t>& detail::pack_buffer() {
 
 void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wire, Scope scope,
                      std::optional<EventArgs> local) {
-  auto [bus, transport] = impl_->live_for_emit();
-  if (scope != Scope::only_local && transport) {
-    detail::send_wire(*transport, detail::SendTarget::all(), event, wire);
+  const auto live = impl_->live();
+  if (scope != Scope::only_local && live.transport) {
+    detail::send_wire(*live.transport, detail::SendTarget::all(), event, wire);
   }
   if (scope != Scope::only_remote) {
-    post_here(*bus, event, std::move(*local));
+    post_here(*live.bus, event, std::move(*local));
   }
+  impl_->surface_after_emit(live);
 }
 
 void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, const std::vector<std::uint8_t>& wire) {
-  auto [bus, transport] = impl_->live_for_emit();
-  if (is_this_node(transport != nullptr, node_id, impl_->router)) {
-    post_here(*bus, event, detail::codec::decode_event_args(wire));
-    return;
+  const auto live = impl_->live();
+  if (is_this_node(live.transport != nullptr, node_id, impl_->router)) {
+    post_here(*live.bus, event, detail::codec::decode_event_args(wire));
+  } else if (auto target = target_of(live.transport != nullptr, node_id, label_pattern, event)) {
+    detail::send_wire(*live.transport, *target, event, wire);
   }
-  if (auto target = target_of(transport != nullptr, node_id, label_pattern, event)) {
-    detail::send_wire(*transport, *target, event, wire);
-  }
+  impl_->surface_after_emit(live);
 }
 
 void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, EventArgs args) {
-  auto [bus, transport] = impl_->live_for_emit();
-  if (is_this_node(transport != nullptr, node_id, impl_->router)) {
-    post_here(*bus, event, std::move(args));
-    return;
+  const auto live = impl_->live();
+  if (is_this_node(live.transport != nullptr, node_id, impl_->router)) {
+    post_here(*live.bus, event, std::move(args));
+  } else if (auto target = target_of(live.transport != nullptr, node_id, label_pattern, event)) {
+    live.transport->send(*target, event, args);
   }
-  if (auto target = target_of(transport != nullptr, node_id, label_pattern, event)) {
-    transport->send(*target, event, args);
-  }
+  impl_->surface_after_emit(live);
 }
 
 void detail::TaskAccess::post_local(Task& task, std::string_view event, EventArgs args) {

@@ -65,9 +65,9 @@ struct __attribute__((visibility("hidden"))) Task::Impl {
   };
   /// Errors: ditask::Error when not running.
   Live live() const;
-  /// live() for an emitter: first surfaces a pending handler failure (not on the dispatcher thread,
-  /// where it would be a handler's own). Errors: ditask::Error when not running; the HandlerError.
-  Live live_for_emit();
+  /// After an emit sent its event: surfaces a pending handler failure (not on the dispatcher
+  /// thread, where it would be a handler's own). Errors: the HandlerError.
+  void surface_after_emit(const Live& live);
   /// The running task's bus. Errors: ditask::Error when not running.
   std::shared_ptr<detail::EventBus> live_bus() const { return live().bus; }
   /// The pool, created on first use. Errors: ditask::Error when not running.
