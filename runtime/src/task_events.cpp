@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Task: events, waits and sync.
+#include <utility>
+
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
 #include "ditask/task.hpp"
@@ -45,11 +47,20 @@ bool is_this_node(bool has_transport, std::optional<std::int64_t> node_id, const
 
 }  // namespace
 
-void Task::Impl::surface_after_emit(const Live& l) {
-  // After the send, not before: the emit that reports an earlier failure still emits its own
-  // event (a caller that catches the HandlerError and goes on loses nothing).
-  if (!l.bus->on_dispatcher_thread()) {
-    rethrow_handler_error();
+// Taken before the send, thrown after it: the emit that reports an earlier failure still emits
+// its own event, so a caller that catches the HandlerError and goes on loses nothing.
+Task::Impl::EmitReport::EmitReport(Impl& impl, const Live& live)
+    : impl_(impl), earlier_(live.bus->on_dispatcher_thread() ? nullptr : impl.failures->take()) {}
+
+Task::Impl::EmitReport::~EmitReport() {
+  if (earlier_) {
+    impl_.failures->store(std::move(earlier_));  // the send threw: still the next call's to report
+  }
+}
+
+void Task::Impl::EmitReport::surface() {
+  if (auto failure = std::exchange(earlier_, nullptr)) {
+    std::rethrow_exception(failure);
   }
 }
 
@@ -82,13 +93,14 @@ std::size_t detail::TaskAccess::handler_count(const Task& task, std::string_view
 
 void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
   const auto live = impl_->live();
+  Impl::EmitReport report(*impl_, live);
   if (scope != Scope::only_local && live.transport) {
     live.transport->send(detail::SendTarget::all(), event, args);
   }
   if (scope != Scope::only_remote) {
     post_here(*live.bus, event, std::move(args));
   }
-  impl_->surface_after_emit(live);
+  report.surface();
 }
 
 namespace {
@@ -119,35 +131,38 @@ std::vector<std::uint8_t>& detail::pack_buffer() {
 void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wire, Scope scope,
                      std::optional<EventArgs> local) {
   const auto live = impl_->live();
+  Impl::EmitReport report(*impl_, live);
   if (scope != Scope::only_local && live.transport) {
     detail::send_wire(*live.transport, detail::SendTarget::all(), event, wire);
   }
   if (scope != Scope::only_remote) {
     post_here(*live.bus, event, std::move(*local));
   }
-  impl_->surface_after_emit(live);
+  report.surface();
 }
 
 void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, const std::vector<std::uint8_t>& wire) {
   const auto live = impl_->live();
+  Impl::EmitReport report(*impl_, live);
   if (is_this_node(live.transport != nullptr, node_id, impl_->router)) {
     post_here(*live.bus, event, detail::codec::decode_event_args(wire));
   } else if (auto target = target_of(live.transport != nullptr, node_id, label_pattern, event)) {
     detail::send_wire(*live.transport, *target, event, wire);
   }
-  impl_->surface_after_emit(live);
+  report.surface();
 }
 
 void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, EventArgs args) {
   const auto live = impl_->live();
+  Impl::EmitReport report(*impl_, live);
   if (is_this_node(live.transport != nullptr, node_id, impl_->router)) {
     post_here(*live.bus, event, std::move(args));
   } else if (auto target = target_of(live.transport != nullptr, node_id, label_pattern, event)) {
     live.transport->send(*target, event, args);
   }
-  impl_->surface_after_emit(live);
+  report.surface();
 }
 
 void detail::TaskAccess::post_local(Task& task, std::string_view event, EventArgs args) {

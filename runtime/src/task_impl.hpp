@@ -65,9 +65,23 @@ struct __attribute__((visibility("hidden"))) Task::Impl {
   };
   /// Errors: ditask::Error when not running.
   Live live() const;
-  /// After an emit sent its event: surfaces a pending handler failure (not on the dispatcher
-  /// thread, where it would be a handler's own). Errors: the HandlerError.
-  void surface_after_emit(const Live& live);
+  /// What one emit reports: the handler failure pending before it sends (none on the dispatcher
+  /// thread, where it would be a handler's own), thrown by surface() once the event is sent. A
+  /// failure of the emit's own event is the next emit's to report; if the send itself throws,
+  /// the taken failure is pending again.
+  class EmitReport {
+   public:
+    EmitReport(Impl& impl, const Live& live);
+    ~EmitReport();
+    EmitReport(const EmitReport&) = delete;
+    EmitReport& operator=(const EmitReport&) = delete;
+    /// Errors: the HandlerError taken at construction.
+    void surface();
+
+   private:
+    Impl& impl_;
+    std::exception_ptr earlier_;
+  };
   /// The running task's bus. Errors: ditask::Error when not running.
   std::shared_ptr<detail::EventBus> live_bus() const { return live().bus; }
   /// The pool, created on first use. Errors: ditask::Error when not running.
