@@ -68,6 +68,7 @@ DITASK_MAIN(rpc_basic) {
   });
   rpc.define("who", [](const ditask::EventMeta& meta) { return std::int64_t{meta.sender}; });
   rpc.define("boom", [](const std::string& why) -> std::int64_t { throw std::runtime_error(why); });
+  rpc.define("refuse", []() -> std::int64_t { throw ditask::Error("not now", "try after the warm-up"); });
   std::atomic<int> touched{0};
   rpc.define("touch", [&] { ++touched; });
   rpc.define("scaled", [](std::int64_t x, const ditask::Kwargs& kw) { return x * kw.get_or<std::int64_t>("by", 1); });
@@ -85,12 +86,16 @@ DITASK_MAIN(rpc_basic) {
     }
     return std::int64_t{inside};
   });
+  const auto before_start = error_of([&] { rpc.call<std::int64_t>(0, "add", 1, 2); });
   auto running = ditask::task().start();
   if (node_id() != 1) {
     serve_until_finish();
     return;
   }
   auto check = [](const std::string& name, const std::string& value) { say("CHECK", name + " " + value); };
+  check("before_start", before_start);
+  check("refuse", error_of([&] { rpc.call<std::int64_t>(0, "refuse"); }));
+  check("within_zero", error_of([&] { rpc.call<std::int64_t>(ditask::Callee(0).within(std::chrono::milliseconds(0)), "add", 1, 2); }));
   check("add", std::to_string(rpc.call<std::int64_t>(0, "add", 2, 3)));
   const auto bytes = rpc.call<std::vector<std::uint8_t>>(0, "concat", std::string("ab"), std::vector<std::uint8_t>{1, 2, 3});
   check("concat", std::to_string(bytes.size()) + ":" + std::to_string(int{bytes[0]}) + "," + std::to_string(int{bytes[4]}));

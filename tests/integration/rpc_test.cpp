@@ -52,6 +52,10 @@ TEST_CASE("rpc: results, errors and futures travel between processes, over tcp, 
   CHECK(check_of(r.out, "self") == "42");        // a call to this node itself
   CHECK(check_of(r.out, "by_label") == "2");
   CHECK(check_of(r.out, "boom") == "remote_exception|0|boom|it broke|");
+  // A ditask::Error keeps its hint across the call.
+  CHECK(check_of(r.out, "refuse") == "remote_exception|0|refuse|not now|try after the warm-up");
+  CHECK(check_of(r.out, "before_start") ==
+        "stopped|0|add|no task is running in this worker|call ditask::task().start() first");
   CHECK(check_of(r.out, "unknown") == "unknown_function|0|ad|no function 'ad' on node 0|did you mean 'add'?");
   CHECK_THAT(check_of(r.out, "bad_arguments"), StartsWith("bad_arguments|0|add|the arguments do not fit: argument 0: "));
   CHECK_THAT(check_of(r.out, "arity"), StartsWith("bad_arguments|0|add|the arguments do not fit: "));
@@ -64,7 +68,11 @@ TEST_CASE("rpc: results, errors and futures travel between processes, over tcp, 
   CHECK(check_of(r.out, "then_error") == "remote_exception|0|boom|again|");
   CHECK(check_of(r.out, "gather") == "4");  // four concurrent calls were inside at once
   CHECK(check_of(r.out, "polled") == "done");
-  CHECK(check_of(r.out, "stats") == "calls=21 answered=15 failed=6 served=1");
+  // A timeout that already passed fails the call at once, and it is not sent.
+  CHECK(check_of(r.out, "within_zero") ==
+        "timeout|0|add|its timeout (0 ms) had passed before it was sent: not sent|give Callee(node).within(ms) a "
+        "positive time");
+  CHECK(check_of(r.out, "stats") == "calls=23 answered=15 failed=8 served=1");
 }
 
 TEST_CASE("rpc: 10,000 calls in flight from 3 callers are answered exactly once, FIFO per caller",

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "../rpc/rpc_engine.hpp"
+#include "../rpc/rpc_registry.hpp"
 #include "ditask/group.hpp"
 #include "ditask/rpc.hpp"
 #include "ditask/task.hpp"
@@ -167,7 +168,8 @@ Group Task::group(std::string_view role) {
 namespace detail {
 
 void define_group_function() {
-  rpc().define(kGroupFunction, [](nlohmann::json request, const EventMeta& meta) -> nlohmann::json {
+  // Straight into the registry: Rpc::define refuses the runtime's "ditask." names.
+  rpc_registry().define(kGroupFunction, make_rpc_handlers([](nlohmann::json request, const EventMeta& meta) -> nlohmann::json {
     auto engine = current_rpc_engine();
     if (!engine) {
       return {{"ok", false}, {"kind", "stopped"}, {"node", -1}, {"message", "the coordinator's task stopped"}};
@@ -182,7 +184,7 @@ void define_group_function() {
     const auto timeout = std::chrono::milliseconds(request.at("timeout_ms").get<std::int64_t>());
     return engine->groups().arrive(request.at("group").get<std::string>(), request.at("round").get<std::uint64_t>(),
                                    meta.sender, std::move(arrival), timeout);
-  });
+  }), false);
 }
 
 }  // namespace detail

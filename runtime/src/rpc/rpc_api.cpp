@@ -8,6 +8,7 @@
 #include "ditask/rpc.hpp"
 #include "rpc_engine.hpp"
 #include "rpc_registry.hpp"
+#include "../transport/make_transport.hpp"
 
 namespace ditask {
 namespace detail {
@@ -15,13 +16,31 @@ namespace {
 
 std::atomic<std::int64_t> g_default_timeout_ms{60'000};
 
+// Why there is no engine: not a worker at all, or no task started (or it stopped).
+std::pair<std::string, std::string> no_engine_reason() {
+  if (!in_worker_mode()) {
+    return {"this process is not a ditask worker",
+            "remote calls travel between the workers of a job: run the module with ditask --package ... "
+            "--parallel-workers N"};
+  }
+  return {"no task is running in this worker", "call ditask::task().start() first"};
+}
+
 std::shared_ptr<RpcEngine> engine_or_throw(const char* what) {
   auto engine = current_rpc_engine();
   if (!engine) {
-    throw Error(std::string("cannot ") + what + ": no task is running in a ditask worker",
-                "call ditask::task().start() in a module run by ditask --package ... --parallel-workers N");
+    auto [reason, hint] = no_engine_reason();
+    throw Error(std::string("cannot ") + what + ": " + reason, hint);
   }
   return engine;
+}
+
+// Refuses a name of the runtime's own functions ("ditask.group").
+void check_user_name(const char* verb, std::string_view name) {
+  if (name.starts_with("ditask.")) {
+    throw Error(std::string("cannot ") + verb + " '" + std::string(name) +
+                "': names starting with 'ditask.' are the runtime's");
+  }
 }
 
 }  // namespace
@@ -35,10 +54,9 @@ OutgoingCall begin_call(const Callee& to, std::string_view display) {
   if (!engine) {
     OutgoingCall call;
     call.state = std::make_shared<CallState>();
+    auto [reason, hint] = no_engine_reason();
     call.state->fail(std::make_exception_ptr(
-        RpcError(RpcError::Kind::stopped, to.node.value_or(-1), std::string(display),
-                 "no task is running in a ditask worker",
-                 "call ditask::task().start() first, in a module run by ditask --package ... --parallel-workers N")));
+        RpcError(RpcError::Kind::stopped, to.node.value_or(-1), std::string(display), reason, hint)));
     return call;
   }
   return engine->begin(to, display);
@@ -114,7 +132,10 @@ std::shared_ptr<RefRecord> adopt_object(std::shared_ptr<void> object, const std:
 
 // ---- Rpc ----
 
-bool Rpc::undefine(std::string_view name) { return detail::rpc_registry().undefine(name); }
+bool Rpc::undefine(std::string_view name) {
+  detail::check_user_name("undefine", name);
+  return detail::rpc_registry().undefine(name);
+}
 
 void Rpc::set_default_timeout(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) {
@@ -134,6 +155,7 @@ void Rpc::define_entry(std::string name, detail::Handlers handlers, bool concurr
   if (name.empty()) {
     throw Error("a remote function needs a name");
   }
+  detail::check_user_name("define", name);
   detail::rpc_registry().define(std::move(name), std::move(handlers), concurrent);
 }
 

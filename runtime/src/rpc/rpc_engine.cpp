@@ -132,6 +132,11 @@ OutgoingCall RpcEngine::begin(const Callee& to, std::string_view display) {
   std::optional<RpcError> refused;
   if (stopping_) {
     refused.emplace(RpcError::Kind::stopped, node, impl.function, "this node's task is stopping");
+  } else if (timeout.count() <= 0) {  // e.g. a budget left over from a deadline: not sent at all
+    refused.emplace(RpcError::Kind::timeout, node, impl.function,
+                    "its timeout (" + std::to_string(timeout.count()) + " ms) had passed before it was sent: not sent",
+                    "give Callee(node).within(ms) a positive time");
+    ++timed_out_;
   } else if (auto gone = left_.find(node); gone != left_.end()) {
     refused.emplace(RpcError::Kind::not_connected, node, impl.function,
                     "node " + std::to_string(node) + " is not connected: it left (" + gone->second + ")");

@@ -30,6 +30,18 @@ struct RpcEngine::Served {
 
 namespace {
 thread_local RpcEngine* t_engine = nullptr;
+
+// The hint of a ditask::Error, which the caller's RpcError carries on; empty for others.
+std::string hint_of(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(std::move(error));
+  } catch (const Error& e) {
+    return e.hint();
+  } catch (...) {
+    return {};
+  }
+}
+
 thread_local void* t_call = nullptr;  // RpcEngine::Served* (private type)
 }  // namespace
 
@@ -166,7 +178,7 @@ void RpcEngine::serve(Served& call, bool last) {
     if (!call.replied) {
       const std::string text = describe(std::current_exception());
       if (call.user) {
-        reply_error(call.caller, h.id, RpcError::Kind::remote_exception, text, "");
+        reply_error(call.caller, h.id, RpcError::Kind::remote_exception, text, hint_of(std::current_exception()));
       } else {
         reply_error(call.caller, h.id, RpcError::Kind::bad_arguments, "the arguments do not fit: " + text,
                     "pass what the function's parameters take");

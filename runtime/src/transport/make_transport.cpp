@@ -27,6 +27,11 @@ void set_worker_transport_plan(TransportPlan plan) {
   g_worker_plan = std::move(plan);
 }
 
+bool in_worker_mode() {
+  std::lock_guard lock(g_worker_mutex);
+  return g_worker_plan.has_value() || g_worker_transport != nullptr;
+}
+
 std::shared_ptr<Transport> worker_transport(bool create) {
   std::lock_guard lock(g_worker_mutex);
   if (!g_worker_transport && create && g_worker_plan) {

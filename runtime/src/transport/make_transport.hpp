@@ -24,5 +24,7 @@ std::shared_ptr<Transport> make_transport(const TransportPlan& plan);
 
 /// Worker mode: the plan worker_transport(true) uses. Thread: any; before the entry runs.
 void set_worker_transport_plan(TransportPlan plan);
+/// Whether this process is a ditask worker (it has a transport plan, or a transport).
+bool in_worker_mode();
 
 }  // namespace ditask::detail

@@ -183,8 +183,10 @@ TEST_CASE("rpc outside a worker: calls fail with stopped, misuse is a clear erro
     FAIL("no error");
   } catch (const RpcError& e) {
     CHECK(e.kind() == RpcError::Kind::stopped);
-    CHECK(std::string(e.what()) == "call 'add' on node 1 failed: no task is running in a ditask worker");
-    CHECK_THAT(e.hint(), Catch::Contains("ditask::task().start()"));
+    // A plain process (this test), task started or not: not a worker, which the message says.
+    CHECK(std::string(e.what()) == "call 'add' on node 1 failed: this process is not a ditask worker");
+    CHECK(e.hint() == "remote calls travel between the workers of a job: run the module with ditask --package ... "
+                      "--parallel-workers N");
   }
   CHECK(rpc.call_async<int>(1, "add", 1, 2).wait_for(std::chrono::milliseconds(0)));  // failed at once
   CHECK_THROWS_WITH(rpc.define("", [] {}), Catch::Contains("needs a name"));
@@ -192,7 +194,13 @@ TEST_CASE("rpc outside a worker: calls fail with stopped, misuse is a clear erro
   CHECK_THROWS_WITH(rpc.local_ref(std::make_shared<Undefined>()), Catch::Contains("is not defined for remote calls"));
   rpc.define_class<Widget>("Widget");
   CHECK_THROWS_WITH(rpc.define_class<Widget>("Gadget"), Catch::Contains("already defined as 'Widget'"));
-  CHECK_THROWS_WITH(rpc.local_ref(std::make_shared<Widget>()), Catch::Contains("no task is running in a ditask worker"));
+  CHECK_THROWS_WITH(rpc.local_ref(std::make_shared<Widget>()), Catch::Contains("this process is not a ditask worker"));
+  // Names starting with "ditask." are the runtime's (ditask.group serves the groups).
+  CHECK_THROWS_WITH(rpc.define("ditask.group", [] {}),
+                    Catch::Equals("cannot define 'ditask.group': names starting with 'ditask.' are the runtime's"));
+  CHECK_THROWS_WITH(rpc.define_concurrent("ditask.mine", [] {}), Catch::Contains("are the runtime's"));
+  CHECK_THROWS_WITH(rpc.undefine("ditask.group"),
+                    Catch::Equals("cannot undefine 'ditask.group': names starting with 'ditask.' are the runtime's"));
   CHECK_THROWS_WITH(rpc.set_default_timeout(std::chrono::milliseconds(0)), Catch::Contains("must be positive"));
   CHECK(rpc.stats().calls == 0);
   CHECK_FALSE(rpc.undefine("never defined"));
