@@ -96,7 +96,8 @@ void print_summary(const Report& report, const Options& options) {
     say("also failed while stopping: " + other);
   }
   if (const auto clean = stopped_list(report.stopped, true); !clean.empty()) {
-    say("stopped gracefully on the launcher's signal (exit 0): " + clean);
+    // A module that handles "SIGTERM" stopped gracefully, or a worker finished on its own meanwhile.
+    say("ended with exit 0 while the job was stopping: " + clean);
   }
   if (const auto stopped = stopped_list(report.stopped, false); !stopped.empty()) {
     say("stopped by the launcher: " + stopped);

@@ -92,7 +92,7 @@ if wait_lines "$out" "READY peers=" 4 60; then
   scancel --signal=TERM "$(job_of dt-term)"
   wait_lines "$out" "srun rc=" 1 60
   if [[ $(grep -c "RESULT stopped gracefully" "$out") == 4 ]] && grep -q "srun rc=143" "$out" &&
-     [[ $(grep -c "ditask: stopped gracefully on the launcher's signal (exit 0): node" "$out") == 2 ]] &&
+     [[ $(grep -c "ditask: ended with exit 0 while the job was stopping: node" "$out") == 2 ]] &&
      [[ $(grep -c "ditask: stopped by SIGTERM; forwarded it to every worker" "$out") == 2 ]]; then
     ok "scancel --signal=TERM: 4 workers stopped gracefully, both launchers said so, srun 143"
   else

@@ -144,14 +144,14 @@ TEST_CASE("print_summary explains the first failure", "[launcher][summary]") {
     const std::string text = stderr_of([&] { ditask::launcher::print_summary(s, options); });
     CHECK_THAT(text, Contains("stopped by SIGINT") && Contains("ditask: exit code 130"));
   }
-  SECTION("a signal some workers stopped on gracefully") {
+  SECTION("a signal some workers stopped on gracefully (or finished on their own meanwhile)") {
     Report g;
     g.stopping = true;
     g.cause = StopCause::signal;
     g.signal = SIGTERM;
     g.stopped = {{0, 10, true}, {1, 11, false}, {2, 12, true}};
     const std::string text = stderr_of([&] { ditask::launcher::print_summary(g, options); });
-    CHECK_THAT(text, Contains("ditask: stopped gracefully on the launcher's signal (exit 0): node 0 (pid 10), "
+    CHECK_THAT(text, Contains("ditask: ended with exit 0 while the job was stopping: node 0 (pid 10), "
                               "node 2 (pid 12)\n"
                               "ditask: stopped by the launcher: node 1 (pid 11)\n"
                               "ditask: exit code 143\n"));
