@@ -146,8 +146,8 @@ DITASK_MAIN(groups_member_dies) {
 // rounds, stays until both spokes have their answer. Prints "RESULT members=<ids> barrier=<kind>|<node>".
 DITASK_MAIN(groups_star) {
   auto& task = ditask::task();
+  mesh_tests::Shared<int> answered;  // before the task: its handler may run until the task stops
   auto running = task.start();
-  mesh_tests::Shared<int> answered;
   task.on("star_answered", [&] { answered.update([](int& n) { ++n; }); });
   std::optional<rpc_tests::FinishWatch> hub_finished;
   if (node_id() != 0) {
