@@ -267,6 +267,73 @@ DITASK_MAIN(star) {
          (direct ? " direct=" + joined(s.direct_from) : "") + " peers=" + peers_text());
 }
 
+// Star with --relay, 3 workers: each spoke sends the hub one event by node id and one by label
+// ("node.0"); the hub relays neither (they are for it alone), then broadcasts "hub_done", which
+// a spoke receives after anything the hub relayed to it before. Prints "RESULT got=<n>" on the
+// hub (4) and "RESULT leaked=<n>" on a spoke (0).
+DITASK_MAIN(star_targeted) {
+  auto& task = ditask::task();
+  struct State {
+    int got = 0;
+    bool hub_done = false;
+  };
+  Shared<State> state;  // before the task: its handlers may run until the task stops
+  auto running = task.start();
+  auto count = [&state] { state.update([](State& s) { ++s.got; }); };
+  task.on("to_hub", [count](std::int64_t) { count(); });
+  task.on("to_hub_label", [count](std::int64_t) { count(); });
+  task.on("hub_done", [&state] { state.update([](State& s) { s.hub_done = true; }); });
+  if (node_id() == 0) {
+    state.wait([](const State& s) { return s.got == 4; }, "both spokes' two events");
+    task.emit_remote("hub_done");
+    result("got=" + std::to_string(state.get().got));
+    return;
+  }
+  task.emit_to_node(0, "to_hub", node_id());
+  task.emit_to_label("node.0", "to_hub_label", node_id());
+  state.wait([](const State& s) { return s.hub_done; }, "the hub's hub_done");
+  result("leaked=" + std::to_string(state.get().got));
+}
+
+// Star with --relay over two launchers: A runs the hub (node 0, prints "LISTEN <address>") and
+// spoke 1; B runs node 2, attached to the hub (--node-ids 2 --attach-to <address>). Node 2 tells
+// the hub it joined; the hub tells node 1 to go; node 1 broadcasts "hello", which the hub relays
+// to node 2 with node 1 as the sender. Node 2 prints "RESULT sender=<meta.sender>" and tells
+// the hub, which then ends (its finish ends node 1).
+DITASK_MAIN(relay_across) {
+  auto& task = ditask::task();
+  struct State {
+    bool joined = false, go = false, got = false;
+    std::int64_t sender = -1;
+  };
+  Shared<State> state;  // before the task: its handlers may run until the task stops
+  auto running = task.start();
+  task.on("attached", [&state] { state.update([](State& s) { s.joined = true; }); });
+  task.on("go", [&state] { state.update([](State& s) { s.go = true; }); });
+  task.on("hello", [&state](const ditask::EventMeta& meta) {
+    state.update([&](State& s) { s.sender = meta.sender; });
+  });
+  task.on("got", [&state] { state.update([](State& s) { s.got = true; }); });
+  if (node_id() == 0) {
+    say("LISTEN", listen_address());
+    state.wait([](const State& s) { return s.joined; }, "node 2's attached");
+    task.emit_to_node(1, "go");
+    state.wait([](const State& s) { return s.got; }, "node 2's got");
+    result("done");
+  } else if (node_id() == 1) {
+    state.wait([](const State& s) { return s.go; }, "the hub's go");
+    task.emit("hello");
+    auto finish = task.waiter(ditask::events::finish);
+    finish.wait(std::chrono::minutes(1));
+    result("sent");
+  } else {
+    task.emit_to_node(0, "attached");
+    state.wait([](const State& s) { return s.sender >= 0; }, "node 1's hello");
+    task.emit_to_node(0, "got");
+    result("sender=" + std::to_string(state.get().sender));
+  }
+}
+
 // SIGKILL under --auto-recover (3 workers): node 1 prints "READY attempt=0 pid=<pid>" and waits
 // to be killed; nodes 0 and 2 print "ARMED", wait for node 1 to leave and rejoin (attempt 1),
 // then send it "welcome"; attempt 1 waits for both welcomes and thanks both.

@@ -138,6 +138,31 @@ TEST_CASE("mesh: star with --relay: emit_to_node reaches the other spoke through
   CHECK(result_of(r.out, 0) == "heard=1,2 direct= peers=1@0,2@0");
 }
 
+TEST_CASE("mesh: star with --relay: a spoke's emit_to_node and emit_to_label for the hub stay at the hub",
+          "[mesh][integration][delivery]") {
+  auto r = run_ditask(mesh_args("star_targeted", 3, {"--topology", "star", "--relay"}), 30s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) == "got=4");
+  CHECK(result_of(r.out, 1) == "leaked=0");
+  CHECK(result_of(r.out, 2) == "leaked=0");
+}
+
+TEST_CASE("mesh: star with --relay: a worker of another launcher attached to the hub gets relayed events "
+          "with their original sender", "[mesh][integration][delivery]") {
+  DitaskProcess a;
+  a.start(mesh_args("relay_across", 2, {"--topology", "star", "--relay"}));
+  a.require_line("[node 0] LISTEN ", 30s);
+  const auto address = tagged(a.out(), 0, "LISTEN").at(0);
+  auto b = run_ditask(mesh_args("relay_across", 1, {"--topology", "alone", "--attach-to", address, "--node-ids", "2"}),
+                      30s);
+  auto ra = a.wait(30s);
+  INFO("launcher A:\n" << describe(ra) << "\nlauncher B:\n" << describe(b));
+  REQUIRE(ra.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  CHECK(result_of(b.out, 2) == "sender=1");
+}
+
 TEST_CASE("mesh: star without --relay: emit_to_node to the other spoke is an error naming the peers",
           "[mesh][integration][delivery]") {
   auto r = run_ditask(mesh_args("star", 3, {"--topology", "star", "--", "sync=1", "direct=1"}), 30s);

@@ -53,6 +53,9 @@ inline constexpr std::size_t kMaxPayloadBytes = 0xFFFF'FFFF;
 enum class FrameType : std::uint8_t { hello = 1, event = 2, bye = 3, ack = 4, ping = 5, auth = 6, welcome = 7 };
 /// Flag bit: an event a star hub relays for its original sender (header sender = that sender).
 inline constexpr std::uint16_t kFlagRelayed = 1;
+/// Flag bit: an event sent to chosen peers (emit_to_node, emit_to_label, a remote call or its
+/// reply), not to all: a relaying star hub keeps it for itself instead of relaying it.
+inline constexpr std::uint16_t kFlagTargeted = 2;
 /// Topic prefix of a spoke's event for one other spoke of a relaying star:
 /// `relay.<node id>/task.<event>`; the hub strips it and forwards the event to that node only.
 inline constexpr const char* kRelayPrefix = "relay.";

@@ -117,10 +117,6 @@ Mesh::Mesh(MeshSettings settings)
 
 Mesh::~Mesh() { shutdown(); }
 
-bool Mesh::is_relaying_hub(const Link& link) const {
-  return link.hello() && relay_plan_.is_relaying_hub(link.hello()->node_id);
-}
-
 std::optional<std::int64_t> Mesh::relay_hub_for(std::int64_t node) const {
   if (!relay_plan_.hub_for(node, false)) {
     return std::nullopt;  // not a spoke of a relaying star (the hot path takes no lock)

@@ -142,8 +142,6 @@ class Mesh final : public Transport, public Link::Owner {
   // A spoke's emit_to_node for another spoke of a relaying star: the hub to send it through, or
   // nullopt (not relayed: a direct peer, no relay, or a node outside this launcher's job).
   std::optional<std::int64_t> relay_hub_for(std::int64_t node) const;
-  // True when `link` leads to this spoke's relaying hub (the only peer whose relayed flag counts).
-  bool is_relaying_hub(const Link& link) const;
   // Hub: forwards a "relay.<node>/..." event to that spoke; false when it was not for this node.
   bool relay_to_one(const std::shared_ptr<Link>& from, Frame& frame);
   // send() and send_packed(); `args` (when known) is what self-delivery hands over.

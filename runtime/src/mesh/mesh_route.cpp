@@ -76,7 +76,7 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     link->close_here("a malformed event");
     return;
   }
-  if (relay_plan_.hub_relays() && (frame.flags & kFlagRelayed) == 0) {
+  if (relay_plan_.hub_relays() && (frame.flags & (kFlagRelayed | kFlagTargeted)) == 0) {
     const auto payload = frame.body();
     relay(link, std::make_shared<Body>(Body{frame.topic, {payload.begin(), payload.end()}}), frame.sender);
   }
@@ -91,9 +91,10 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   e.seq = frame.seq;
   e.bytes = bytes;
   e.meta = link->sender_meta();
-  // Only this node's relaying hub relays: from any other peer the flag means nothing.
-  if ((frame.flags & kFlagRelayed) != 0 && is_relaying_hub(*link) &&
-      frame.sender != static_cast<std::uint64_t>(link->hello()->node_id)) {
+  // Relayed by a star's hub: this node's own (a spoke), or the hub of another launcher's star
+  // this worker is attached to. Only a relaying hub sets the flag, and every peer passed the
+  // handshake (run id, token).
+  if ((frame.flags & kFlagRelayed) != 0 && frame.sender != static_cast<std::uint64_t>(link->hello()->node_id)) {
     e.meta = relayed_sender(frame.sender);
     e.relayed = true;
   }
@@ -253,6 +254,9 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   const std::size_t size = out.size();
   Deadline deadline(settings_.send_timeout);
   const bool to_self = self_delivery_ && (!target.node || *target.node == settings_.node_id) && target.label.empty();
+  // For chosen peers only: a relaying hub must not pass it on (one for another spoke carries the
+  // relay prefix, which the hub reads first).
+  const std::uint16_t flags = target.node || !target.label.empty() ? kFlagTargeted : 0;
   const std::optional<std::int64_t> want = hub ? hub : target.node;
   // On the stack for the usual handful of peers: send() is emit's hot path.
   // Raw pointers: `routes` (the fast path) or `owners` (the locked one) keeps them alive.
@@ -324,7 +328,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
         }
         continue;
       }
-      peers_.hold(*d, Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), 0}, size,
+      peers_.hold(*d, Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), flags}, size,
                   settings_.send_queue_bytes);  // room() held: it fits
       ++counters_.sent;
     }
@@ -333,7 +337,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   // when the link is idle; the io thread batches the rest.
   const bool write_here = !links.empty() && take_inline_write();
   for (Link* link : links) {
-    switch (link->send_event(out, static_cast<std::uint64_t>(settings_.node_id), 0, settings_.drop_when_full,
+    switch (link->send_event(out, static_cast<std::uint64_t>(settings_.node_id), flags, settings_.drop_when_full,
                              deadline, write_here)) {
       case SendResult::queued:
         ++counters_.sent;

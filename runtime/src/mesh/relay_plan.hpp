@@ -25,8 +25,6 @@ class RelayPlan {
   /// For a spoke's event to `node`: the hub to send it through, or nullopt (no relaying star,
   /// this node itself, a node outside this launcher's job, or `direct`: a peer of its own).
   std::optional<std::int64_t> hub_for(std::int64_t node, bool direct) const;
-  /// True when `peer` is this spoke's relaying hub (the only peer whose relayed flag counts).
-  bool is_relaying_hub(std::int64_t peer) const noexcept { return relay_ && star_ && !is_hub() && hub_ == peer; }
 
  private:
   bool star_ = false;

@@ -380,7 +380,7 @@ TEST_CASE("task over the mesh: a peer's finish with a reason that is not a strin
          {std::pair{"task.finish", ditask::EventArgs::from(true, ditask::kw("reason", 5))},
           std::pair{"task.ping", ditask::EventArgs::from(1)}}) {
       const auto frame = mesh::encode(
-          mesh::Frame{mesh::FrameType::event, 7, ++seq, 0, topic, ditask::detail::codec::encode_event_args(args)});
+          mesh::Frame{mesh::FrameType::event, 0, 7, ++seq, topic, ditask::detail::codec::encode_event_args(args)});
       bytes.insert(bytes.end(), frame.begin(), frame.end());
     }
     REQUIRE(::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
@@ -394,7 +394,8 @@ TEST_CASE("task over the mesh: a peer's finish with a reason that is not a strin
   ditask::detail::RouterAccess::deactivate(task.router());
 }
 
-TEST_CASE("mesh: only a relaying hub's relayed flag counts, from another peer the sender is that peer", "[mesh][meta]") {
+TEST_CASE("mesh: a relayed event names its original sender, from any peer (the hub of another launcher's star)",
+          "[mesh][meta]") {
   const std::vector<Listener> nodes{tcp_listener()};
   Inbox inbox(true);
   mesh::Mesh m(settings_for(0, nodes));
@@ -402,11 +403,12 @@ TEST_CASE("mesh: only a relaying hub's relayed flag counts, from another peer th
   m.start();
   const int fd = join_raw(nodes[0].address, 7);
   REQUIRE(inbox.wait_for("ditask.peer_joined", 1).size() == 1);
-  // Node 7 claims to relay an event (and a finish) of node 99.
+  // Node 7 relays an event (and a finish) of node 99, as a relaying hub of another launcher's
+  // star does for its spokes: this worker is no spoke of it, and still learns the sender.
   std::vector<std::uint8_t> bytes;
   std::uint64_t seq = 0;
   for (const char* topic : {"task.x", "task.finish"}) {
-    const auto frame = mesh::encode(mesh::Frame{mesh::FrameType::event, 99, ++seq, mesh::kFlagRelayed, topic,
+    const auto frame = mesh::encode(mesh::Frame{mesh::FrameType::event, mesh::kFlagRelayed, 99, ++seq, topic,
                                                 ditask::detail::codec::encode_event_args(ditask::EventArgs::from(true))});
     bytes.insert(bytes.end(), frame.begin(), frame.end());
   }
@@ -415,11 +417,11 @@ TEST_CASE("mesh: only a relaying hub's relayed flag counts, from another peer th
   REQUIRE(got.size() == 1);
   for (const auto& e : inbox.wait_for("x", 1)) {
     REQUIRE(e.meta);
-    CHECK(e.meta->sender == 7);
-    CHECK_FALSE(e.relayed);
+    CHECK(e.meta->sender == 99);
+    CHECK(e.relayed);
   }
-  CHECK(got[0].meta->sender == 7);
-  CHECK_FALSE(got[0].relayed);
+  CHECK(got[0].meta->sender == 99);
+  CHECK(got[0].relayed);
   ::close(fd);
   m.shutdown();
   inbox.clear();
