@@ -63,6 +63,23 @@ bool to_bool(const std::string& name, const std::string& text) {
   throw Error(flag(name) + " expects true or false, got '" + text + "'");
 }
 
+void check_tag_format(const std::string& format) {
+  static const std::vector<std::string> kPlaceholders = {"{node}", "{rank}", "{local}", "{attempt}"};
+  for (auto at = format.find('{'); at != std::string::npos; at = format.find('{', at + 1)) {
+    const auto known = std::find_if(kPlaceholders.begin(), kPlaceholders.end(),
+                                    [&](const std::string& p) { return format.compare(at, p.size(), p) == 0; });
+    if (known != kPlaceholders.end()) {
+      continue;
+    }
+    const auto close = format.find('}', at);
+    const std::string given = format.substr(at, close == std::string::npos ? std::string::npos : close - at + 1);
+    auto guess = closest_match(given, kPlaceholders);
+    throw Error("--tag-format '" + format + "': unknown placeholder '" + given + "'",
+                (guess ? "did you mean '" + *guess + "'? " : std::string()) + "(placeholders: " + join(kPlaceholders) +
+                    ")");
+  }
+}
+
 void require_choice(const std::string& name, const std::string& value) {
   for (const auto& spec : option_specs()) {
     if (spec.name != name || spec.choices.empty()) {
@@ -292,6 +309,7 @@ Options build_options(const RawValues& values) {
     o.tag_output = to_bool("tag-output", *v);
   }
   if (const auto* v = get("tag-format")) {
+    check_tag_format(*v);
     o.tag_format = *v;
   }
   if (const auto* v = get("dry-run")) {

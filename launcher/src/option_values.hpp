@@ -32,6 +32,10 @@ bool to_bool(const std::string& name, const std::string& text);
 /// Checks `value` against option `name`'s choices. Errors: ditask::Error with "did you mean".
 void require_choice(const std::string& name, const std::string& value);
 
+/// Checks that every '{' of a --tag-format starts one of its placeholders ({node}, {rank},
+/// {local}, {attempt}). Errors: ditask::Error naming the unknown one, with a did-you-mean.
+void check_tag_format(const std::string& format);
+
 /// Checks a run id: 1..128 characters of A-Z a-z 0-9 . _ : -, and not "." or "..".
 /// `what` names its origin ("--run-id", "DITASK_RUN_ID"). Errors: ditask::Error with `hint`.
 void check_run_id(const std::string& what, const std::string& value, const std::string& hint);

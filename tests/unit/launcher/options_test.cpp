@@ -305,6 +305,17 @@ TEST_CASE("launcher options: usage errors", "[launcher][options]") {
     CHECK_THAT(resolve_error({{"ports", "7000,abc"}}).what(),
                Equals("--ports expects an integer, got 'abc'"));
   }
+  SECTION("a --tag-format placeholder that does not exist") {
+    auto e = resolve_error({{"tag-format", "[n{nod}]"}});
+    CHECK_THAT(e.what(), Equals("--tag-format '[n{nod}]': unknown placeholder '{nod}'"));
+    CHECK_THAT(e.hint(), Equals("did you mean '{node}'? (placeholders: {node}, {rank}, {local}, {attempt})"));
+    CHECK_THAT(resolve_error({{"tag-format", "[{node"}}).what(),
+               Equals("--tag-format '[{node': unknown placeholder '{node'"));
+    // Known ones, repeated or none at all, and a lone '}' are fine.
+    CHECK(resolve({{"tag-format", "{node}/{rank}/{local}/{attempt}/{node}}"}}).tag_format ==
+          "{node}/{rank}/{local}/{attempt}/{node}}");
+    CHECK(resolve({{"tag-format", "plain"}}).tag_format == "plain");
+  }
   SECTION("not a number") {
     CHECK_THAT(resolve_error({{"startup-interval", "soon"}}).what(),
                Equals("--startup-interval expects a number of seconds, got 'soon'"));
