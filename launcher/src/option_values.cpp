@@ -321,6 +321,17 @@ Options build_options(const RawValues& values) {
                 "the rendezvous waits for world size / parallel workers launchers; each launcher's rank is its "
                 "first --node-ids / --parallel-workers");
   }
+  if (!o.rendezvous.empty() && o.platform.empty()) {
+    const std::int64_t first = o.node_ids.empty() ? 0 : o.node_ids.front();
+    const std::int64_t n = o.parallel_workers;
+    if (first % n != 0) {
+      const std::string block = "r*" + std::to_string(n) + " .. r*" + std::to_string(n) + "+" + std::to_string(n - 1);
+      throw Error("--rendezvous: --node-ids starts at " + std::to_string(first) +
+                      ", not at a multiple of --parallel-workers " + std::to_string(n),
+                  "launcher r of the rendezvous runs node ids " + block + ": give --node-ids " +
+                      std::to_string(first / n * n) + " or " + std::to_string((first / n + 1) * n));
+    }
+  }
   apply_mesh_values(values, o);
   apply_redis_values(values, o);
   return o;

@@ -411,3 +411,18 @@ TEST_CASE("bad input: this session's new limits and checks exit 2 before any wor
   expect_usage_error({"--config", nested}, "config file '" + nested + "' names another config file (key 'config')",
                      "a config file cannot include another; merge the two");
 }
+
+TEST_CASE("bad input: a --tag-format typo, a config list for a one-value option and a misaligned rendezvous rank",
+          "[integration][bad-input]") {
+  const std::string g = greeting();
+  expect_usage_error({"--package", g, "--tag-format", "[n{nod}]"}, "--tag-format '[n{nod}]': unknown placeholder '{nod}'",
+                     "did you mean '{node}'? (placeholders: {node}, {rank}, {local}, {attempt})");
+  TempDir dir;
+  const std::string two = dir.write("two.json", R"({"package": ["a.so", "b.so"]})");
+  expect_usage_error({"--config", two}, "config key 'package' takes one value, not a list",
+                     "lists are for node-ids, labels, roles, ports, attach-to");
+  expect_usage_error({"--package", g, "--parallel-workers", "2", "--node-ids", "1", "--world-size", "4", "--rendezvous",
+                      "tcp://127.0.0.1:1", "--run-id", "r1"},
+                     "--rendezvous: --node-ids starts at 1, not at a multiple of --parallel-workers 2",
+                     "launcher r of the rendezvous runs node ids r*2 .. r*2+1: give --node-ids 0 or 2");
+}

@@ -224,6 +224,19 @@ TEST_CASE("rendezvous: bad values and missing sizes exit 2", "[launcher][platfor
              Catch::StartsWith("--rendezvous without --platform needs --world-size"));
   CHECK_THAT(error_of([] { resolve_options({{"package", "x"}, {"rendezvous", "auto"}, {"world-size", "2"}}, {}); }).what(),
              Catch::StartsWith("--rendezvous auto needs --platform slurm or k8s"));
+  // A launcher's rank is its first node id / --parallel-workers: the ids must start a rank's block.
+  const auto misaligned = error_of([] {
+    resolve_options({{"package", "x"}, {"rendezvous", "tcp://127.0.0.1:29482"}, {"world-size", "4"},
+                     {"parallel-workers", "2"}, {"node-ids", "1"}},
+                    {});
+  });
+  CHECK_THAT(misaligned.what(),
+             Catch::Equals("--rendezvous: --node-ids starts at 1, not at a multiple of --parallel-workers 2"));
+  CHECK_THAT(misaligned.hint(), Catch::Equals("launcher r of the rendezvous runs node ids r*2 .. r*2+1: give "
+                                              "--node-ids 0 or 2"));
+  CHECK_NOTHROW(resolve_options({{"package", "x"}, {"rendezvous", "tcp://127.0.0.1:29482"}, {"world-size", "4"},
+                                 {"parallel-workers", "2"}, {"node-ids", "2"}, {"run-id", "job-1"}},
+                                {}));
 }
 
 TEST_CASE("rendezvous: every launcher of the job needs the same run id", "[launcher][platform]") {
