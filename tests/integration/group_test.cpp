@@ -103,6 +103,19 @@ TEST_CASE("groups: --layout biggraph prints the layout, sets the worker count an
         "group=partition_server index=0 members=7 bcast=from node 7 sum=7,1 max=7 other=not_member|-1");
 }
 
+TEST_CASE("biggraph: partition_servers=0 (PBG's partitions through a shared disk) fails naming what is missing",
+          "[groups][layout][integration]") {
+  auto r = run_ditask({"--package", module_path("biggraph"), "--layout", "biggraph:machines=1,partition_servers=0",
+                       "--timeout", "60"},
+                      90s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Matchers::Contains(
+                        "biggraph: no partition server (partition_servers=0): this example keeps the partitions on "
+                        "partition servers; PyTorch-BigGraph's 0, partitions swapped through a shared disk, is not "
+                        "implemented"));
+}
+
 TEST_CASE("groups: a bad --layout, or one beside --roles or a worker count it does not fit, exits 2 and starts nothing",
           "[groups][layout][bad-input][integration]") {
   struct Case {

@@ -89,6 +89,12 @@ Layout Layout::current() {
   l.parameter_servers = members_of("parameter_server");
   l.lock_servers = members_of("lock_server");
   l.partition_servers = members_of("partition_server");
+  if (l.partition_servers.empty() && !l.trainers.empty()) {
+    throw std::runtime_error(
+        "biggraph: no partition server (partition_servers=0): this example keeps the partitions on partition "
+        "servers; PyTorch-BigGraph's 0, partitions swapped through a shared disk, is not implemented; leave "
+        "partition_servers out (one per machine) or give at least 1");
+  }
   for (const auto* group : {&l.trainers, &l.parameter_servers, &l.lock_servers, &l.partition_servers}) {
     if (group->empty()) {
       throw std::runtime_error(
