@@ -79,10 +79,8 @@ std::string unknown_flag_hint(const std::vector<std::string>& given) {
 Error repeated_option_error(const std::map<std::string, CLI::Option*>& added, const CLI::ArgumentMismatch& e) {
   for (const auto& [name, option] : added) {
     if (option->count() > 1) {
-      const auto& specs = launcher::option_specs();
-      const bool list = std::any_of(specs.begin(), specs.end(), [&name](const launcher::OptionSpec& spec) {
-        return spec.name == name && spec.kind == launcher::OptionSpec::Kind::list;
-      });
+      const auto* spec = launcher::find_option_spec(name);
+      const bool list = spec != nullptr && spec->kind == launcher::OptionSpec::Kind::list;
       return Error("--" + name + " was given " + std::to_string(option->count()) + " times",
                    list ? "give it once; a list takes commas: --" + name + " a,b,c" : "give it once");
     }

@@ -81,16 +81,14 @@ void check_tag_format(const std::string& format) {
 }
 
 void require_choice(const std::string& name, const std::string& value) {
-  for (const auto& spec : option_specs()) {
-    if (spec.name != name || spec.choices.empty()) {
-      continue;
-    }
-    if (std::find(spec.choices.begin(), spec.choices.end(), value) == spec.choices.end()) {
-      auto guess = closest_match(value, spec.choices);
-      throw Error("unknown " + flag(name) + " '" + value + "'",
-                  (guess ? "did you mean '" + *guess + "'? " : std::string()) +
-                      "valid choices: " + join(spec.choices));
-    }
+  const OptionSpec* spec = find_option_spec(name);
+  if (spec == nullptr || spec->choices.empty()) {
+    return;
+  }
+  if (std::find(spec->choices.begin(), spec->choices.end(), value) == spec->choices.end()) {
+    auto guess = closest_match(value, spec->choices);
+    throw Error("unknown " + flag(name) + " '" + value + "'",
+                (guess ? "did you mean '" + *guess + "'? " : std::string()) + "valid choices: " + join(spec->choices));
   }
 }
 
@@ -315,13 +313,12 @@ Options build_options(const RawValues& values) {
   if (const auto* v = get("dry-run")) {
     o.dry_run = to_bool("dry-run", *v);
   }
-  if (!o.rendezvous.empty() && o.platform.empty() &&
-      (o.world_size <= o.parallel_workers || o.world_size % o.parallel_workers != 0)) {
-    throw Error("--rendezvous without --platform needs --world-size, a multiple of --parallel-workers above it",
-                "the rendezvous waits for world size / parallel workers launchers; each launcher's rank is its "
-                "first --node-ids / --parallel-workers");
-  }
   if (!o.rendezvous.empty() && o.platform.empty()) {
+    if (o.world_size <= o.parallel_workers || o.world_size % o.parallel_workers != 0) {
+      throw Error("--rendezvous without --platform needs --world-size, a multiple of --parallel-workers above it",
+                  "the rendezvous waits for world size / parallel workers launchers; each launcher's rank is its "
+                  "first --node-ids / --parallel-workers");
+    }
     const std::int64_t first = o.node_ids.empty() ? 0 : o.node_ids.front();
     const std::int64_t n = o.parallel_workers;
     if (first % n != 0) {

@@ -104,6 +104,15 @@ const std::vector<OptionSpec>& option_specs() {
   return specs;
 }
 
+const OptionSpec* find_option_spec(const std::string& name) {
+  for (const auto& spec : option_specs()) {
+    if (spec.name == name) {
+      return &spec;
+    }
+  }
+  return nullptr;
+}
+
 std::string env_name(const std::string& option_name) {
   std::string out = "DITASK_LAUNCH_";
   for (char c : option_name) {
@@ -116,15 +125,6 @@ namespace {
 
 constexpr std::size_t kMinTokenBytes = 16;
 
-const OptionSpec* find_spec(const std::string& name) {
-  for (const auto& spec : option_specs()) {
-    if (spec.name == name) {
-      return &spec;
-    }
-  }
-  return nullptr;
-}
-
 std::vector<std::string> option_names() {
   std::vector<std::string> names;
   for (const auto& spec : option_specs()) {
@@ -135,7 +135,7 @@ std::vector<std::string> option_names() {
 
 /// A config key in either spelling ("parallel_workers" or "parallel-workers") as an option name.
 std::string canonical_key(std::string key) {
-  if (find_spec(key) != nullptr) {
+  if (find_option_spec(key) != nullptr) {
     return key;
   }
   std::replace(key.begin(), key.end(), '_', '-');
@@ -154,7 +154,7 @@ std::string config_value_text(const std::string& key, const nlohmann::json& valu
     return value.dump();
   }
   if (value.is_array()) {
-    if (const OptionSpec* spec = find_spec(canonical_key(key)); spec != nullptr && spec->kind != OptionSpec::Kind::list) {
+    if (const OptionSpec* spec = find_option_spec(canonical_key(key)); spec != nullptr && spec->kind != OptionSpec::Kind::list) {
       std::vector<std::string> lists;
       for (const auto& each : option_specs()) {
         if (each.kind == OptionSpec::Kind::list) {
@@ -295,11 +295,11 @@ RawValues load_config(const std::string& path) {
       throw Error("config file '" + path + "' names another config file (key 'config')",
                   "a config file cannot include another; merge the two");
     }
-    if (name.starts_with("no-") && find_spec(name.substr(3)) != nullptr) {
+    if (name.starts_with("no-") && find_option_spec(name.substr(3)) != nullptr) {
       throw Error("unknown key '" + key + "' in config file '" + path + "'",
                   "write \"" + name.substr(3) + "\": false");
     }
-    if (find_spec(name) == nullptr) {
+    if (find_option_spec(name) == nullptr) {
       auto guess = closest_match(name, option_names());
       throw Error("unknown key '" + key + "' in config file '" + path + "'",
                   guess ? "did you mean '" + *guess + "'?" : "keys are the option names of ditask --help");

@@ -123,15 +123,19 @@ void GroupHub::fail_numbered_locked(const Numbered& at, Disagreement& d) {
     }
     round.done = true;
     round.answer = d.answer;
-    note_view(d.members, d.attempts, View{round.state.members(), round.attempts});
-    const auto missing = round.state.missing();
-    for (auto member : round.state.members()) {
-      if (std::find(missing.begin(), missing.end(), member) == missing.end()) {
-        d.arrived.insert(member);
-      }
-    }
+    note_round(d, round);
   }
   changed_.notify_all();
+}
+
+void GroupHub::note_round(Disagreement& d, const Round& round) {
+  note_view(d.members, d.attempts, View{round.state.members(), round.attempts});
+  const auto missing = round.state.missing();
+  for (auto member : round.state.members()) {
+    if (std::find(missing.begin(), missing.end(), member) == missing.end()) {
+      d.arrived.insert(member);
+    }
+  }
 }
 
 nlohmann::json GroupHub::answer_disagreement_locked(const Numbered& at, Disagreement& d, std::int64_t from) {
@@ -219,9 +223,8 @@ nlohmann::json GroupHub::arrive(const std::string& group, std::uint64_t round_no
       Disagreement& d = disagree_locked(numbered, round.answer, members, attempts);
       note_view(d.members, d.attempts, View{members, attempts});
       d.arrived.insert(from);
-      round.done = false;  // so that fail_numbered_locked notes this round's members and arrivals too
+      note_round(d, round);
       fail_numbered_locked(numbered, d);
-      round.answer = d.answer;
     } else if (round.state.complete()) {
       try {
         round.answer = {{"ok", true}, {"value", round.state.result()}};

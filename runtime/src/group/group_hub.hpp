@@ -74,6 +74,8 @@ class GroupHub {
   // Fails, with d's answer, every open round of `at` of the same formation as `d`, and notes its
   // members and arrivals in `d`. Caller holds mutex_.
   void fail_numbered_locked(const Numbered& at, Disagreement& d);
+  // Notes `round`'s members (with their attempts) and those of them that arrived in `d`.
+  static void note_round(Disagreement& d, const Round& round);
   // Notes that `from` got d's answer; forgets `at` once every member named has. Caller holds mutex_.
   nlohmann::json answer_disagreement_locked(const Numbered& at, Disagreement& d, std::int64_t from);
   // Ends `round` with a failure (if it has not ended). Caller holds mutex_.

@@ -36,6 +36,8 @@ struct OptionSpec {
 
 /// Every launcher option, in --help order, each group's options together.
 const std::vector<OptionSpec>& option_specs();
+/// The option called `name` (long name without dashes), or null.
+const OptionSpec* find_option_spec(const std::string& name);
 
 /// The environment variable that can set option `name`: DITASK_LAUNCH_<NAME> (upper case,
 /// '-' as '_'). These never collide with the worker contract's DITASK_* names.
