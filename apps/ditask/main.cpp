@@ -84,6 +84,9 @@ int main(int argc, char** argv) try {
   return run(argc, argv);
 } catch (const ditask::launcher::PackageRejected&) {
   return static_cast<int>(ditask::launcher::ExitCode::usage);  // the probe printed why
+} catch (const ditask::launcher::RendezvousFailed& e) {
+  ditask::print_error(e);
+  return static_cast<int>(ditask::launcher::ExitCode::rendezvous);
 } catch (const ditask::Error& e) {
   ditask::print_error(e);
   return static_cast<int>(ditask::launcher::ExitCode::usage);

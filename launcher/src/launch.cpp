@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "ditask/error.hpp"
 #include "ditask/launcher/plan.hpp"
@@ -42,9 +43,15 @@ void print_option_warnings(const Options& options) {
   }
 }
 
+/// What leave_rendezvous needs at the end of the job.
+struct Meeting {
+  RendezvousSpec spec;
+  std::vector<RendezvousEntry> table;
+};
+
 /// The rendezvous: publishes this launcher's bound addresses, adds the peers it learns to the
 /// attach list (by topology) and takes MASTER_ADDR from the rank-0 launcher.
-void meet(Plan& plan, Options& options) {
+Meeting meet(Plan& plan, Options& options) {
   RendezvousSpec spec;
   spec.url = options.rendezvous;
   spec.run_id = plan.run_id;
@@ -63,14 +70,17 @@ void meet(Plan& plan, Options& options) {
   for (const auto& w : plan.workers) {
     mine.listen.push_back(w.listen);
   }
+  mine.world_size = plan.world_size;
+  mine.instance = new_rendezvous_instance();
   DITASK_LOG(info, "launcher") << "rendezvous at " << spec.url << " as rank " << mine.rank << " of " << spec.tasks;
-  const auto table = rendezvous(spec, mine);
+  auto table = rendezvous(spec, mine);
   auto peers = attach_from(table, mine.rank, options.topology);
   peers.insert(peers.end(), options.attach_to.begin(), options.attach_to.end());
   options.attach_to = std::move(peers);
   if (!table.empty() && table.front().rank == 0) {
     plan.master_addr = table.front().host;
   }
+  return {std::move(spec), std::move(table)};
 }
 
 // The --layout line people see at start (and with --dry-run), on stderr.
@@ -141,14 +151,19 @@ int launch(const Options& options, const WorkerCommand& command,
     }
   }
   Options wired = options;
+  std::optional<Meeting> meeting;
   if (!options.rendezvous.empty()) {
-    meet(plan, wired);
+    meeting = meet(plan, wired);
   }
   plan_wiring(plan, wired);
   for (auto& worker : plan.workers) {
     worker.env.insert(extra_contract.begin(), extra_contract.end());
   }
-  return supervise(options, plan, sockets, command, current_environment());
+  const int code = supervise(options, plan, sockets, command, current_environment());
+  if (meeting) {
+    leave_rendezvous(meeting->spec, meeting->table);
+  }
+  return code;
 }
 
 }  // namespace ditask::launcher

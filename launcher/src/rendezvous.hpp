@@ -6,13 +6,18 @@
 //   tcp://host:port      one launcher serves the table there (the rank-0 one, or with
 //                        `--rendezvous auto` the first on the job's first host); the others connect
 // (`--rendezvous auto` is tcp on the first host of the job, the port derived from the job id.)
+// Every entry carries the run id and the job's world size: a launcher of another run, or of the
+// same run with another --world-size, is refused with the reason on both sides, never waited for.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "ditask/error.hpp"
+#include "ditask/launcher/launch.hpp"
 #include "ditask/runtime/hosts.hpp"
 
 namespace ditask::launcher {
@@ -22,6 +27,8 @@ struct RendezvousEntry {
   std::int64_t rank = 0;
   std::string host;
   std::vector<std::string> listen;  ///< its workers' addresses, local id order
+  std::int64_t world_size = 0;      ///< the job's size as this launcher sees it (--world-size)
+  std::string instance;             ///< random per launcher process: tells two claims of one rank apart
 };
 
 /// Where and how to meet.
@@ -32,16 +39,26 @@ struct RendezvousSpec {
   std::chrono::milliseconds timeout{60000};
   HostMap hosts;              ///< --hosts-file
   bool serve = false;         ///< tcp: this launcher serves the table (one launcher of the job does)
+  /// tcp, serving: called with the port once it listens (tests serve on port 0).
+  std::function<void(int port)> on_serving;
 };
+
+/// A new random instance id for RendezvousEntry::instance.
+std::string new_rendezvous_instance();
 
 /// Checks a --rendezvous value. Errors: ditask::Error naming it.
 void check_rendezvous_url(const std::string& url);
 
 /// Publishes `mine` and returns every launcher's entry, by rank. Blocks until all `tasks` are
 /// there or the timeout. Thread: the launcher's main thread (before any worker starts).
-/// Errors: ditask::Error naming the ranks that did not show up, a foreign run id, an unreachable
-/// rendezvous (the last reason).
+/// Errors: RendezvousFailed naming the ranks that did not show up, a launcher of another run id
+/// or world size, a rank claimed twice, an unreachable rendezvous (the last reason).
 std::vector<RendezvousEntry> rendezvous(const RendezvousSpec& spec, const RendezvousEntry& mine);
+
+/// After the job: a file:// rendezvous removes the job's entries once every launcher has read
+/// the table (the last launcher to end does), so the next run with the same run id starts
+/// clean. No-op for tcp. Never throws.
+void leave_rendezvous(const RendezvousSpec& spec, const std::vector<RendezvousEntry>& table) noexcept;
 
 /// The attach list of a launcher of rank `rank`: by topology, DI-engine's rules across
 /// launchers (mesh: every worker of the lower ranks; star: the workers of rank 0; alone: none).

@@ -308,7 +308,7 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello) {
   check_for_encode(hello);
   std::vector<std::uint8_t> out;
   Packer p(out);
-  p.map(11);
+  p.map(12);
   p.string("v");
   p.unsigned_int(hello.version);
   p.string("n");
@@ -334,6 +334,8 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello) {
   p.string(hello.nonce);
   p.string("au");
   p.value(hello.auth);
+  p.string("w");
+  p.integer(hello.world_size);
   return out;
 }
 
@@ -364,6 +366,12 @@ Hello decode_hello(std::span<const std::uint8_t> payload) {
       get_string(field(f, "la", "listen address", false), "la", "listen address", kMaxListenBytes);
   h.nonce = get_string(field(f, "c", "nonce", false), "c", "nonce", kMaxNonceBytes, true);
   h.auth = get_bool(field(f, "au", "auth", false), "au", "auth");
+  if (const json* w = field(f, "w", "world size", false)) {
+    h.world_size = get_signed(*w, "w", "world size");
+    if (h.world_size < 0) {
+      malformed("\"w\" (world size) is negative: " + std::to_string(h.world_size));
+    }
+  }
   return h;
 }
 

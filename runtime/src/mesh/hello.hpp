@@ -15,6 +15,7 @@
 //   la   listen            string               <= 1024 bytes, default ""
 //   c    nonce             string               lowercase hex, <= 128 bytes, default ""
 //   au   auth              bool                 default false
+//   w    world_size        int                  int64 >= 0, default 0 (not a job of several launchers)
 //
 // Strings hold no control characters, so error and log lines quoting them stay one line. Unknown
 // keys are ignored (a later version may add some). A hello of another version is decoded only as
@@ -66,6 +67,7 @@ struct Hello {
   std::string listen;                 // the address this node listens on (tcp://h:p or ipc:///path)
   std::string nonce;                  // challenge for the token proof (make_nonce())
   bool auth = false;                  // this node has a token and requires the peer's proof
+  std::int64_t world_size = 0;        // --world-size of a job of several launchers, else 0
 
   bool operator==(const Hello&) const = default;
 };

@@ -73,6 +73,9 @@ Mesh::Mesh(MeshSettings settings)
   own_hello_.max_frame_bytes = settings_.max_frame_bytes;
   own_hello_.listen = settings_.listen;
   own_hello_.auth = !settings_.token.empty();
+  if (settings_.world_size && *settings_.world_size > static_cast<std::int64_t>(settings_.local_nodes.size())) {
+    own_hello_.world_size = *settings_.world_size;  // only a job of several launchers says its size
+  }
   encode_hello(own_hello_);  // a label or run id the hello cannot carry is reported now, not per link
   own_meta_ = meta_of(own_hello_);
   identity_ = HandshakeIdentity{own_hello_, settings_.token};

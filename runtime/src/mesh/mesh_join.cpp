@@ -135,6 +135,11 @@ void Mesh::refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::op
   if (!node && link->hello()) {
     node = link->hello()->node_id;
   }
+  if (why.fails_both) {
+    // The job is misconfigured (another --world-size): this node's start fails too, naming it.
+    std::lock_guard lock(mutex_);
+    peers_.fail_job(link->peer() + ": we refused it: " + why.ours);
+  }
   if (why.permanent && node) {
     // An expected peer that can never join: a start() waiting for it fails now, not at the timeout.
     std::lock_guard lock(mutex_);

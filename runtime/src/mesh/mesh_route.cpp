@@ -213,9 +213,12 @@ void Mesh::wait_ready() {
     return;
   }
   if (peers_.refused()) {
-    throw Error("mesh cannot become ready: node " + std::to_string(settings_.node_id) + " and " +
-                    join(peers_.refusals(), "; "),
-                "give every worker of the job the same --token (or DITASK_TOKEN) and --run-id");
+    const auto refusals = peers_.refusals();
+    const bool sizes = std::any_of(refusals.begin(), refusals.end(),
+                                   [](const std::string& r) { return r.find("--world-size") != std::string::npos; });
+    throw Error("mesh cannot become ready: node " + std::to_string(settings_.node_id) + " and " + join(refusals, "; "),
+                sizes ? "give every launcher of the job the same --world-size: the sum of their --parallel-workers"
+                      : "give every worker of the job the same --token (or DITASK_TOKEN) and --run-id");
   }
   throw Error("mesh not ready after " + seconds_text(settings_.startup_timeout) + ": node " +
                   std::to_string(settings_.node_id) + " is still waiting for " +

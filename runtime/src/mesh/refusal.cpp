@@ -25,6 +25,15 @@ Refusal run_id(const std::string& theirs, const std::string& ours) {
           "our run id '" + t + "' differs from its run id '" + o + "'", true};
 }
 
+Refusal world_size(std::int64_t theirs, std::int64_t ours) {
+  const auto t = std::to_string(theirs);
+  const auto o = std::to_string(ours);
+  Refusal r{"its job has " + t + " workers (--world-size), ours " + o,
+            "our job has " + t + " workers (--world-size), its " + o, true};
+  r.fails_both = true;
+  return r;
+}
+
 Refusal own_node_id(std::int64_t id) {
   const auto n = std::to_string(id);
   return {"duplicate node id " + n + ": it has our own node id",
@@ -72,6 +81,9 @@ std::optional<Refusal> hello_refusal(const Hello& mine, const Hello& theirs) {
   }
   if (mine.run_id_explicit && theirs.run_id_explicit && theirs.run_id != mine.run_id) {
     return refusal::run_id(theirs.run_id, mine.run_id);
+  }
+  if (mine.world_size > 0 && theirs.world_size > 0 && theirs.world_size != mine.world_size) {
+    return refusal::world_size(theirs.world_size, mine.world_size);
   }
   return std::nullopt;
 }

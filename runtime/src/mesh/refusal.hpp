@@ -19,6 +19,7 @@ struct Refusal {
   std::string ours;        ///< the refusing node's words ("it ... we ...")
   std::string theirs;      ///< the refused peer's words ("we ... it ..."), carried in the bye
   bool permanent = false;  ///< retrying cannot change it (token, run id, version)
+  bool fails_both = false; ///< the job itself is misconfigured: the refusing node's start fails too
 };
 
 /// Every reason a hello or its proof is refused.
@@ -29,6 +30,8 @@ Refusal version(std::uint32_t theirs, std::uint32_t ours);
 Refusal ourselves();
 /// Explicit run ids that differ.
 Refusal run_id(const std::string& theirs, const std::string& ours);
+/// Its job has `theirs` workers (--world-size), ours `ours`.
+Refusal world_size(std::int64_t theirs, std::int64_t ours);
 /// It claims our own node id.
 Refusal own_node_id(std::int64_t id);
 /// Another process with node id `id` is already connected (its attempt and address).
@@ -48,7 +51,8 @@ Refusal second_hello();
 }  // namespace refusal
 
 /// Why `mine` must refuse `theirs` from their hellos alone, or nullopt: another wire version, our
-/// own instance, or run ids that differ while both are explicit. Checked in that order.
+/// own instance, run ids that differ while both are explicit, or world sizes that differ while
+/// both are given. Checked in that order.
 std::optional<Refusal> hello_refusal(const Hello& mine, const Hello& theirs);
 
 }  // namespace ditask::detail::mesh

@@ -28,6 +28,9 @@ bool PeerInterest::offer(std::uint64_t change, std::optional<std::set<std::strin
 
 std::string hello_text(const PeerRecord& self, const PeerInterest& interest) {
   nlohmann::json hello = {{"node", self.node}, {"attempt", self.attempt}, {"instance", self.instance}, {"labels", self.labels}};
+  if (self.world_size > 0) {
+    hello["world"] = self.world_size;
+  }
   put_interest(hello, interest);
   return hello.dump();
 }
@@ -51,6 +54,7 @@ PresenceMessage parse_presence(std::string_view text) {
   if (!m.notice) {
     m.peer.attempt = j.at("attempt").get<std::int64_t>();
     m.peer.labels = j.at("labels").get<std::set<std::string>>();
+    m.peer.world_size = j.value("world", std::int64_t{0});
   }
   return m;
 }

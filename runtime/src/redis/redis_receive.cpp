@@ -68,6 +68,24 @@ void RedisTransport::on_interest(std::int64_t node, std::uint64_t instance, Peer
 }
 
 void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
+  if (const auto own = own_world_size(); own > 0 && peer.world_size > 0 && peer.world_size != own) {
+    // Same run id, another job size: the job is misconfigured. A start that waits fails with
+    // this (on every node, as each sees the other's hello); the peer is never joined.
+    const std::string why = "node " + std::to_string(peer.node) + " (attempt " + std::to_string(peer.attempt) +
+                            ") belongs to a job of " + std::to_string(peer.world_size) +
+                            " workers (--world-size), this node to one of " + std::to_string(own);
+    if (first_time("world " + std::to_string(peer.instance))) {
+      DITASK_LOG(error, "redis") << "refusing " << why;
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (job_error_.empty()) {
+        job_error_ = why;
+      }
+    }
+    changed_.notify_all();
+    return;
+  }
   if (peer.node == settings_.node_id) {
     if (peer.instance != instance_ && first_time("self " + std::to_string(peer.instance))) {
       DITASK_LOG(error, "redis") << "another process says it is node " << peer.node << " (attempt " << peer.attempt

@@ -105,6 +105,7 @@ std::string RedisTransport::hello_text() const {
 std::string RedisTransport::hello_text_locked() const {
   PeerRecord self{settings_.node_id, settings_.attempt, instance_, settings_.labels, ""};
   self.labels.insert("node." + std::to_string(settings_.node_id));
+  self.world_size = own_world_size();
   return redis::hello_text(self, interest_);
 }
 
@@ -457,10 +458,16 @@ void RedisTransport::tick() {
 void RedisTransport::wait_ready() {
   const auto deadline = std::chrono::steady_clock::now() + settings_.startup_timeout;
   std::unique_lock lock(mutex_);
-  auto done = [&] { return !permanent_error_.empty() || (link_ == Link::up && peers_.ready()); };
+  auto done = [&] {
+    return !permanent_error_.empty() || !job_error_.empty() || (link_ == Link::up && peers_.ready());
+  };
   changed_.wait_until(lock, deadline, done);
   if (!permanent_error_.empty()) {
     throw Error(permanent_error_, permanent_hint_);
+  }
+  if (!job_error_.empty()) {
+    throw Error("not ready over Redis at " + server_.where() + ": " + job_error_,
+                "give every launcher of the job the same --world-size: the sum of their --parallel-workers");
   }
   if (link_ == Link::up && peers_.ready()) {
     return;

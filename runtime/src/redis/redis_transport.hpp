@@ -166,6 +166,11 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   std::string presence_key(std::int64_t node) const { return server_.scope + ":p:" + std::to_string(node); }
   // This node's hello (with its interest). Caller holds mutex_.
   std::string hello_text_locked() const;
+  /// --world-size when this node is in a job of several launchers, else 0 (its hello carries it).
+  std::int64_t own_world_size() const noexcept {
+    const auto local = static_cast<std::int64_t>(settings_.local_nodes.size());
+    return settings_.world_size && *settings_.world_size > local ? *settings_.world_size : 0;
+  }
   std::string hello_text() const;
 
   const mesh::MeshSettings settings_;
@@ -204,6 +209,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   std::string last_error_;        // why Redis cannot be reached now
   std::string permanent_error_;   // a refusal retrying cannot change (wrong password)
   std::string permanent_hint_;
+  std::string job_error_;         // a peer of this run with another --world-size
   std::vector<Outgoing> outbox_;  // for the io thread to publish
   bool flush_posted_ = false;
   std::size_t bytes_in_flight_ = 0;  // queued or published without a reply yet

@@ -29,6 +29,7 @@ struct PeerRecord {
   std::uint64_t instance = 0;    ///< random per process: a restart and a duplicate look alike otherwise
   std::set<std::string> labels;  ///< its labels, "node.<id>" included
   std::string listen;            ///< the address it listens on ("" when it does not)
+  std::int64_t world_size = 0;   ///< the --world-size of its job of several launchers, else 0
 };
 
 /// True when one of `labels` matches the glob `pattern` (SendTarget::label).
@@ -194,9 +195,17 @@ class PeerTable {
     }
     return !world_size_ || joined_ever_count() >= *world_size_ - 1;
   }
-  /// A required peer can never join (it refused us, or we it, for good).
+  /// Records why the job cannot form whatever peers join (a peer of another --world-size): a
+  /// readiness wait fails with it. The first 8 reasons are kept.
+  void fail_job(std::string why) {
+    if (job_errors_.size() < 8 && std::find(job_errors_.begin(), job_errors_.end(), why) == job_errors_.end()) {
+      job_errors_.push_back(std::move(why));
+    }
+  }
+  /// A required peer can never join (it refused us, or we it, for good), or the job cannot form.
   bool refused() const {
-    return std::any_of(expected_.begin(), expected_.end(),
+    return !job_errors_.empty() ||
+           std::any_of(expected_.begin(), expected_.end(),
                        [](const Expected& e) { return e.required && !e.joined_ever && !e.permanent_error.empty(); });
   }
   /// Some expected peer never joined (its events are held: routing takes the slow path).
@@ -224,9 +233,9 @@ class PeerTable {
     }
     return out;
   }
-  /// The required peers that can never join, each as "<name>: <why>".
+  /// The required peers that can never join, each as "<name>: <why>", then fail_job()'s reasons.
   std::vector<std::string> refusals() const {
-    std::vector<std::string> out;
+    std::vector<std::string> out = job_errors_;
     for (const auto& e : expected_) {
       if (e.required && !e.joined_ever && !e.permanent_error.empty()) {
         out.push_back(name_of(e) + ": " + e.permanent_error);
@@ -256,6 +265,7 @@ class PeerTable {
   }
 
   std::optional<std::int64_t> world_size_;
+  std::vector<std::string> job_errors_;
   std::deque<Expected> expected_;
   std::map<std::int64_t, Joined> joined_;
 };

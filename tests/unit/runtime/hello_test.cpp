@@ -36,6 +36,7 @@ mesh::Hello sample() {
   h.listen = "tcp://127.0.0.1:40123";
   h.nonce = std::string(64, 'a');
   h.auth = true;
+  h.world_size = 6;
   return h;
 }
 
@@ -105,6 +106,7 @@ TEST_CASE("hello: the payload is a map with the documented short keys", "[mesh][
       {"la", "tcp://127.0.0.1:40123"},
       {"c", std::string(64, 'a')},
       {"au", true},
+      {"w", 6},
   };
   CHECK(j == expected);
 }

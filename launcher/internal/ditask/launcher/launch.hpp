@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ditask/error.hpp"
 #include "ditask/launcher/options.hpp"
 
 namespace ditask::launcher {
@@ -19,13 +20,21 @@ struct WorkerCommand {
 };
 
 /// The launcher's own exit codes (before any worker starts) and the job-level ones.
-enum class ExitCode : int { success = 0, usage = 2, internal = 3, timeout = 124 };
+enum class ExitCode : int { success = 0, usage = 2, internal = 3, rendezvous = 4, timeout = 124 };
+
+/// The job could not be formed at its --rendezvous (a launcher missing, refused, or one that
+/// disagrees about the job): exit code 4, apart from usage errors (2), before any worker starts.
+class RendezvousFailed : public Error {
+ public:
+  using Error::Error;
+};
 
 /// Prints option_warnings() on stderr as `ditask: warning:` lines, then
 /// plans the job, binds its sockets, starts and supervises the workers until all have ended,
 /// prints the summary and returns the exit code (0, the first failed worker's code or
 /// 128+signal, 124 on --timeout, 128+N when the launcher was stopped by signal N).
-/// Errors: ditask::Error (exit 2) for problems found before any worker starts.
+/// Errors: ditask::Error (exit 2) for problems found before any worker starts, RendezvousFailed
+/// (exit 4) when the launchers of the job could not meet.
 int launch(const Options& options, const WorkerCommand& command,
            const std::map<std::string, std::string>& extra_contract = {});
 

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// A rendezvous entry as written to a folder or sent over tcp (one JSON line), and the rules that
+// refuse one: shared by rendezvous_folder.cpp and rendezvous_tcp.cpp.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rendezvous.hpp"
+
+namespace ditask::launcher::detail {
+
+/// The hint of every "did not come" error.
+inline constexpr const char* kRendezvousHint =
+    "start every launcher of the job with the same --rendezvous and run id, within --startup-timeout";
+
+/// An entry with what travels beside it.
+struct Published {
+  std::string run_id;
+  RendezvousEntry entry;
+  bool complete = false;        ///< file://: its launcher has read the whole table
+  std::int64_t written_ms = 0;  ///< file://: its launcher's wall clock when it wrote it (ms since 1970)
+};
+
+/// The JSON object of one entry.
+nlohmann::json entry_json(const Published& p);
+
+/// Reads an entry. Errors: RendezvousFailed "rendezvous: <where> is malformed: ...".
+Published entry_from_json(const nlohmann::json& j, const std::string& where);
+
+/// Why `theirs` (called `who`, e.g. "rank 1 (host h)") cannot be in this launcher's job, in this
+/// launcher's words, or "": another run id, or another world size.
+std::string conflict(const RendezvousSpec& spec, const RendezvousEntry& mine, const Published& theirs,
+                     const std::string& who);
+
+/// The hint for a conflict() reason.
+std::string conflict_hint(const std::string& reason);
+
+/// "0, 2": the ranks below `tasks` that `have` lacks.
+std::string missing_ranks(const std::map<std::int64_t, RendezvousEntry>& have, std::int64_t tasks);
+
+/// The entries by rank.
+std::vector<RendezvousEntry> table_of(std::map<std::int64_t, RendezvousEntry> have);
+
+/// "within 60 s" for the timeout of `spec`.
+std::string within(const RendezvousSpec& spec);
+
+/// Milliseconds since 1970 on this host's clock.
+std::int64_t wall_ms();
+
+/// The two rendezvous kinds (rendezvous_folder.cpp, rendezvous_tcp.cpp).
+std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const RendezvousEntry& mine);
+void leave_folder(const RendezvousSpec& spec, const std::vector<RendezvousEntry>& table) noexcept;
+std::vector<RendezvousEntry> serve(const RendezvousSpec& spec, const RendezvousEntry& mine);
+std::vector<RendezvousEntry> join_server(const RendezvousSpec& spec, const RendezvousEntry& mine);
+
+}  // namespace ditask::launcher::detail
