@@ -36,7 +36,7 @@ int bind_tcp(const std::string& host, int port, int listen_backlog, int& bound_p
   }
   if (int rc = ::getaddrinfo(bare.c_str(), service.c_str(), &hints, &raw); rc != 0) {
     throw Error("cannot resolve listen address '" + host + "': " + ::gai_strerror(rc),
-                "give --address as an IP address of this machine");
+                "give --address as an IP address of this machine, or map the name to one with --hosts-file");
   }
   std::unique_ptr<addrinfo, AddrInfoFree> info(raw);
   int fd = ::socket(info->ai_family, info->ai_socktype | SOCK_CLOEXEC, 0);
@@ -163,8 +163,12 @@ ListenSockets ListenSockets::bind_all(Plan& plan, const HostMap& hosts) {
   if (plan.workers.empty() || plan.workers.front().rank != 0) {
     return sockets;
   }
+  // On this machine, where its workers listen: MASTER_ADDR is the job's first host as the
+  // platform names it, a name that need not resolve here (--address, --hosts-file).
+  const auto& first = plan.workers.front().listen;
+  const std::string here = first.rfind("tcp://", 0) == 0 ? split_tcp(first).first : std::string("127.0.0.1");
   int reserved = 0;
-  int fd = bind_tcp(bind_target(hosts, plan.master_addr, plan.bind_host), 0, 0, reserved);
+  int fd = bind_tcp(bind_target(hosts, here, plan.bind_host), 0, 0, reserved);
   ::close(fd);
   plan.master_port = reserved;
   return sockets;

@@ -75,6 +75,19 @@ TEST_CASE("bind_all gives each worker its own free port", "[launcher][sockets]")
   }
 }
 
+TEST_CASE("MASTER_PORT is reserved where this launcher listens, not at MASTER_ADDR's name",
+          "[launcher][sockets]") {
+  // Under --platform, MASTER_ADDR is the job's first host as the platform names it; a rank-0
+  // launcher given --address must not bind that name (a simulated cluster's names do not
+  // resolve). 192.0.2.1 (TEST-NET-1) is no address of this machine: binding it fails, and no
+  // packet is sent.
+  Plan plan = ditask::launcher::plan_layout(workers(1), "r");
+  plan.master_addr = "192.0.2.1";
+  ListenSockets sockets = ListenSockets::bind_all(plan);
+  CHECK(plan.master_port > 0);
+  CHECK(plan.master_addr == "192.0.2.1");
+}
+
 TEST_CASE("bind_all closes its sockets when destroyed", "[launcher][sockets]") {
   Plan plan = ditask::launcher::plan_layout(workers(1), "r");
   int fd = -1;
