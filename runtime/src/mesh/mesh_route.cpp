@@ -298,8 +298,8 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
       }
       const std::string known = join(connected);
       std::string hint = known.empty() ? "no peer is connected" : "connected peers: " + known;
-      if (relay_plan_.spoke_without_relay()) {
-        hint += "; spokes of a star reach each other only through a relaying hub (--relay)";
+      if (const auto more = relay_plan_.unreachable_hint(*target.node); !more.empty()) {
+        hint += "; " + more;
       }
       throw not_a_peer(settings_, *target.node, std::move(hint));
     }

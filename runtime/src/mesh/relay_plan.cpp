@@ -23,4 +23,16 @@ std::optional<std::int64_t> RelayPlan::hub_for(std::int64_t node, bool direct) c
   return hub_;
 }
 
+std::string RelayPlan::unreachable_hint(std::int64_t node) const {
+  if (!star_ || is_hub()) {
+    return "";
+  }
+  if (job_.count(node) == 0) {
+    return "node " + std::to_string(node) +
+           " is a worker of another launcher, and a hub relays only among its own launcher's workers: dial it with "
+           "--attach-to";
+  }
+  return relay_ ? "" : "spokes of a star reach each other only through a relaying hub (--relay)";
+}
+
 }  // namespace ditask::detail::mesh

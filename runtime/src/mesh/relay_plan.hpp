@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <string>
 
 #include "settings.hpp"
 
@@ -20,8 +21,11 @@ class RelayPlan {
   bool is_hub() const noexcept { return star_ && local_id_ == 0; }
   /// This worker is a hub that relays what its spokes send.
   bool hub_relays() const noexcept { return relay_ && is_hub(); }
-  /// A spoke of a star whose hub does not relay: spokes cannot reach each other (for a hint).
+  /// A spoke of a star whose hub does not relay: spokes cannot reach each other.
   bool spoke_without_relay() const noexcept { return star_ && !relay_ && !is_hub(); }
+  /// For the error of a spoke's emit to `node`, which is not its peer: what would reach it
+  /// (--relay for a spoke of its own star, --attach-to for another launcher's worker), or "".
+  std::string unreachable_hint(std::int64_t node) const;
   /// For a spoke's event to `node`: the hub to send it through, or nullopt (no relaying star,
   /// this node itself, a node outside this launcher's job, or `direct`: a peer of its own).
   std::optional<std::int64_t> hub_for(std::int64_t node, bool direct) const;

@@ -56,3 +56,15 @@ TEST_CASE("relay plan: without --relay, or in a full mesh, nothing is relayed", 
   CHECK_FALSE(mesh.hub_relays());
   CHECK_FALSE(RelayPlan(star_worker(2, true, "mesh")).hub_for(13, false));
 }
+
+TEST_CASE("relay plan: the hint for a node a spoke cannot reach names --relay only where it would help",
+          "[relay][unit]") {
+  const std::string relay = "spokes of a star reach each other only through a relaying hub (--relay)";
+  const std::string other = "node 99 is a worker of another launcher, and a hub relays only among its own "
+                            "launcher's workers: dial it with --attach-to";
+  CHECK(RelayPlan(star_worker(2, false)).unreachable_hint(13) == relay);
+  CHECK(RelayPlan(star_worker(2, false)).unreachable_hint(99) == other);
+  CHECK(RelayPlan(star_worker(2, true)).unreachable_hint(99) == other);  // --relay is on: not the cure
+  CHECK(RelayPlan(star_worker(0, true)).unreachable_hint(99).empty());   // the hub: not a spoke
+  CHECK(RelayPlan(star_worker(2, false, "mesh")).unreachable_hint(99).empty());
+}
