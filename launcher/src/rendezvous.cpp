@@ -18,6 +18,7 @@ nlohmann::json entry_json(const Published& p) {
   if (p.written_ms != 0) {
     j["written_ms"] = p.written_ms;
     j["complete"] = p.complete;
+    j["failed"] = p.failed;
   }
   return j;
 }
@@ -32,6 +33,7 @@ Published entry_from_json(const nlohmann::json& j, const std::string& where) {
     p.entry.world_size = j.value("world_size", std::int64_t{0});
     p.entry.instance = j.value("instance", std::string());
     p.complete = j.value("complete", false);
+    p.failed = j.value("failed", false);
     p.written_ms = j.value("written_ms", std::int64_t{0});
     return p;
   } catch (const nlohmann::json::exception& e) {

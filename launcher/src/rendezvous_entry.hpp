@@ -25,6 +25,7 @@ struct Published {
   RendezvousEntry entry;
   bool complete = false;        ///< file://: its launcher has read the whole table
   std::int64_t written_ms = 0;  ///< file://: its launcher's wall clock when it wrote it (ms since 1970)
+  bool failed = false;          ///< file://: its launcher's rendezvous failed (written_ms: when)
 };
 
 /// The JSON object of one entry.

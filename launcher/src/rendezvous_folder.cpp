@@ -55,19 +55,10 @@ std::string who(std::int64_t rank, const Published& p) {
   return "rank " + std::to_string(rank) + " (host " + p.entry.host + ")";
 }
 
-}  // namespace
-
-std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const RendezvousEntry& mine) {
-  const fs::path dir = run_folder(spec);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    throw RendezvousFailed("rendezvous: cannot create '" + dir.string() + "': " + ec.message(),
-                           "--rendezvous file:// needs a folder every launcher can write");
-  }
-  Published me{spec.run_id, mine, false, wall_ms()};
+/// Polls the entries of `dir` until every rank has one, after `me` was published.
+std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& spec, Published& me) {
+  const RendezvousEntry& mine = me.entry;
   const std::int64_t started_ms = me.written_ms;
-  publish(dir, me);
   std::map<std::int64_t, RendezvousEntry> have;
   std::map<std::int64_t, std::int64_t> stale_age_s;  // rank -> how old its leftover entry is
   const auto deadline = Clock::now() + spec.timeout;
@@ -92,6 +83,14 @@ std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const Rendezv
                                  "give each launcher of the job its own --node-ids, and each job its own --run-id");
         }
         have[r] = mine;
+        continue;
+      }
+      if (p->failed) {
+        // Failed while this launcher waited: a launcher of this run, and its disagreement
+        // fails this one too. Failed earlier: left from an earlier run, as if absent.
+        if (const auto why = conflict(spec, mine, *p, who(r, *p)); !why.empty() && p->written_ms >= started_ms) {
+          throw RendezvousFailed("rendezvous: " + why, conflict_hint(why));
+        }
         continue;
       }
       if (p->written_ms + spec.timeout.count() + kClockSkewMs < started_ms) {
@@ -123,6 +122,38 @@ std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const Rendezv
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(250));
+  }
+}
+
+
+}  // namespace
+
+std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const RendezvousEntry& mine) {
+  const fs::path dir = run_folder(spec);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw RendezvousFailed("rendezvous: cannot create '" + dir.string() + "': " + ec.message(),
+                           "--rendezvous file:// needs a folder every launcher can write");
+  }
+  Published me{spec.run_id, mine, false, wall_ms()};
+  publish(dir, me);
+  try {
+    return meet_in(dir, spec, me);
+  } catch (const RendezvousFailed&) {
+    // A failed meeting marks its entry: a next run with this run id does not take it for a live
+    // launcher, and a launcher of this run that reads it later still learns of a disagreement.
+    try {
+      const auto p = read_entry(rank_file(dir, mine.rank), "this launcher's entry");
+      if (p && p->entry.instance == mine.instance) {
+        me.failed = true;
+        me.written_ms = wall_ms();
+        publish(dir, me);
+      }
+    } catch (const RendezvousFailed&) {
+      // The first failure is the one to report.
+    }
+    throw;
   }
 }
 

@@ -6,7 +6,8 @@
 #     other, node ids 0-3, exit 0;
 #   - a task whose worker exits 5: srun returns 5 (the highest task code);
 #   - scancel --signal=TERM on a running step: every worker stops gracefully (its run() ends, its
-#     task broadcasts finish), the launchers' summary says so, srun returns 143;
+#     task broadcasts finish) after one "SIGTERM" event (Slurm's copy and the launcher's forward
+#     make one), the launchers' summary says so, srun returns 143;
 #   - srun --signal=USR1@59: the workers get the local event SIGUSR1;
 #   - -m plane=2 and -m arbitrary: refused without a rendezvous (exit 2, naming the distribution),
 #     and the job forms with --rendezvous auto and --rendezvous file://;
@@ -91,7 +92,9 @@ out="$work/term.log"
 if wait_lines "$out" "READY peers=" 4 60; then
   scancel --signal=TERM "$(job_of dt-term)"
   wait_lines "$out" "srun rc=" 1 60
+  # Slurm signals every process of the step and the launchers forward it too: one event each.
   if [[ $(grep -c "RESULT stopped gracefully" "$out") == 4 ]] && grep -q "srun rc=143" "$out" &&
+     [[ $(grep -c "SIGNAL SIGTERM" "$out") == 4 ]] &&
      [[ $(grep -c "ditask: ended with exit 0 while the job was stopping: node" "$out") == 2 ]] &&
      [[ $(grep -c "ditask: stopped by SIGTERM; forwarded it to every worker" "$out") == 2 ]]; then
     ok "scancel --signal=TERM: 4 workers stopped gracefully, both launchers said so, srun 143"

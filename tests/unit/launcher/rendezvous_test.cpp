@@ -252,6 +252,10 @@ TEST_CASE("rendezvous folder: an entry an earlier run left is not used", "[launc
   CHECK_THAT(e.what(), Catch::StartsWith("rendezvous: no entry of rank 0 in " + dir.file("same") + " within 0.3 s; "
                                          "rank 0's entry is left from an earlier run (written "));
   CHECK_THAT(e.hint(), Catch::StartsWith("remove " + dir.file("same") + " or give this run another --run-id"));
+  std::ifstream left(dir.file("same/rank-1.json"));
+  std::string line;
+  std::getline(left, line);
+  CHECK(nlohmann::json::parse(line).value("failed", false));  // the failed launcher's entry says so
   // The live rank 0 replaces the leftover, and the job forms with its address.
   auto one = join(folder_spec(dir, "same", 2), entry(1, 4));
   auto zero = join(folder_spec(dir, "same", 2), entry(0, 4));
@@ -268,6 +272,17 @@ TEST_CASE("rendezvous folder: another world size or a rank claimed twice fails a
     CHECK(std::string(e.what()) == "rendezvous: rank 1 (host hostb) says the job has 6 workers (--world-size), "
                                    "this launcher 4");
     CHECK_THAT(failure_of(six).what(), Catch::Contains("says the job has 4 workers (--world-size), this launcher 6"));
+    // Both entries stay, marked failed: the same run id, started again the right way, forms
+    // with the new launchers' addresses, not the failed ones'.
+    auto a = entry(0, 4);
+    auto b = entry(1, 4);
+    a.listen = {"tcp://127.0.0.1:20000"};
+    b.listen = {"tcp://127.0.0.1:20001"};
+    auto zero = join(folder_spec(dir, "r", 2), a);
+    auto one = join(folder_spec(dir, "r", 2), b);
+    const std::vector<std::string> want = {"tcp://127.0.0.1:20000", "tcp://127.0.0.1:20001"};
+    CHECK(listens(zero.get()) == want);
+    CHECK(listens(one.get()) == want);
   }
   SECTION("rank claimed twice") {
     auto first = join(folder_spec(dir, "r", 2), entry(1, 4, "hosta"));
