@@ -314,10 +314,22 @@ Options build_options(const RawValues& values) {
     o.dry_run = to_bool("dry-run", *v);
   }
   if (!o.rendezvous.empty() && o.platform.empty()) {
-    if (o.world_size <= o.parallel_workers || o.world_size % o.parallel_workers != 0) {
-      throw Error("--rendezvous without --platform needs --world-size, a multiple of --parallel-workers above it",
+    const auto size = std::to_string(o.world_size);
+    const auto workers = std::to_string(o.parallel_workers);
+    if (o.world_size <= 0) {
+      throw Error("--rendezvous without --platform needs --world-size",
                   "the rendezvous waits for world size / parallel workers launchers; each launcher's rank is its "
                   "first --node-ids / --parallel-workers");
+    }
+    if (o.world_size <= o.parallel_workers) {
+      throw Error("--rendezvous: --world-size " + size + " leaves no other launcher to meet (--parallel-workers " +
+                      workers + ")",
+                  "--world-size is the job's worker count over all its launchers");
+    }
+    if (o.world_size % o.parallel_workers != 0) {
+      throw Error("--rendezvous: --world-size " + size + " is not a multiple of --parallel-workers " + workers,
+                  "every launcher of a rendezvous runs --parallel-workers workers; it waits for world size / "
+                  "parallel workers launchers");
     }
     const std::int64_t first = o.node_ids.empty() ? 0 : o.node_ids.front();
     const std::int64_t n = o.parallel_workers;

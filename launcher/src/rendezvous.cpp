@@ -19,6 +19,8 @@ nlohmann::json entry_json(const Published& p) {
     j["written_ms"] = p.written_ms;
     j["complete"] = p.complete;
     j["failed"] = p.failed;
+    j["machine"] = p.machine;
+    j["pid"] = p.pid;
   }
   return j;
 }
@@ -34,6 +36,8 @@ Published entry_from_json(const nlohmann::json& j, const std::string& where) {
     p.entry.instance = j.value("instance", std::string());
     p.complete = j.value("complete", false);
     p.failed = j.value("failed", false);
+    p.machine = j.value("machine", std::string());
+    p.pid = j.value("pid", std::int64_t{0});
     p.written_ms = j.value("written_ms", std::int64_t{0});
     return p;
   } catch (const nlohmann::json::exception& e) {

@@ -26,7 +26,17 @@ struct Published {
   bool complete = false;        ///< file://: its launcher has read the whole table
   std::int64_t written_ms = 0;  ///< file://: its launcher's wall clock when it wrote it (ms since 1970)
   bool failed = false;          ///< file://: its launcher's rendezvous failed (written_ms: when)
+  std::string machine;          ///< file://: its launcher's host name (gethostname)
+  std::int64_t pid = 0;         ///< file://: its launcher's pid on that machine
 };
+
+/// `entry` of run `run_id`, with nothing beside it yet.
+inline Published published(std::string run_id, RendezvousEntry entry) {
+  Published p;
+  p.run_id = std::move(run_id);
+  p.entry = std::move(entry);
+  return p;
+}
 
 /// The JSON object of one entry.
 nlohmann::json entry_json(const Published& p);

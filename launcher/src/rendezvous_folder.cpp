@@ -2,11 +2,20 @@
 // The rendezvous over a shared folder: <dir>/<run id>/rank-<r>.json per launcher, polled (a
 // shared folder may be NFS, where no change notification reaches other hosts).
 //
-// An entry left by an earlier run with the same run id must not be taken for a live one: each
-// entry carries its writer's wall clock, and one written longer ago than a launcher of this job
-// can have waited (the startup timeout, plus kClockSkew between hosts) is skipped. The entries
-// of a job that ran are removed when it ends (leave_folder), so a re-run starts clean.
+// A rank is claimed with link(2), which fails when the file exists (atomic on NFS too): a second
+// launcher with the same rank is refused while the first one's entry is live. An entry is not
+// live, and is neither used nor a claim, when it is left over:
+//   - marked failed by its launcher (its rendezvous failed);
+//   - its launcher's process is gone (same machine: the pid no longer runs), e.g. stopped by a
+//     signal while it waited;
+//   - written longer ago than a launcher of this job can have waited (the startup timeout, plus
+//     kClockSkew between hosts).
+// The entries of a job that ran are removed when it ends (leave_folder), so a re-run starts clean.
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -28,16 +37,33 @@ fs::path rank_file(const fs::path& dir, std::int64_t rank) {
   return dir / ("rank-" + std::to_string(rank) + ".json");
 }
 
-/// Writes `p` whole, then renames it into place: a reader never sees half an entry.
-void publish(const fs::path& dir, const Published& p) {
+std::string this_machine() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+/// Writes `p` to a file of its own next to its entry; returns its path.
+fs::path write_aside(const fs::path& dir, const Published& p) {
   const auto file = rank_file(dir, p.entry.rank);
   const auto tmp = dir / ("." + file.filename().string() + "." + p.entry.instance + ".tmp");
   std::ofstream out(tmp);
   out << entry_json(p).dump() << "\n";
   out.close();
+  if (!out) {
+    throw Error("rendezvous: cannot write '" + tmp.string() + "'", "check that the folder is writable");
+  }
+  return tmp;
+}
+
+/// Writes `p` whole, then renames it into place: a reader never sees half an entry.
+void publish(const fs::path& dir, const Published& p) {
+  const auto tmp = write_aside(dir, p);
   std::error_code ec;
-  if (!out || (fs::rename(tmp, file, ec), ec)) {
-    throw RendezvousFailed("rendezvous: cannot write '" + file.string() + "'", "check that the folder is writable");
+  fs::rename(tmp, rank_file(dir, p.entry.rank), ec);
+  if (ec) {
+    throw Error("rendezvous: cannot write '" + rank_file(dir, p.entry.rank).string() + "': " + ec.message(),
+                "check that the folder is writable");
   }
 }
 
@@ -55,12 +81,54 @@ std::string who(std::int64_t rank, const Published& p) {
   return "rank " + std::to_string(rank) + " (host " + p.entry.host + ")";
 }
 
+/// Why `p` is left over (see the top of this file) for a launcher that started at `started_ms`,
+/// or "" when it is live.
+std::string left_over(const Published& p, const RendezvousSpec& spec, std::int64_t started_ms) {
+  if (p.failed) {
+    return "its launcher's rendezvous failed";
+  }
+  if (p.pid > 0 && p.machine == this_machine() && ::kill(static_cast<pid_t>(p.pid), 0) != 0 && errno == ESRCH) {
+    return "its launcher, pid " + std::to_string(p.pid) + " on this machine, is gone";
+  }
+  if (p.written_ms + spec.timeout.count() + kClockSkewMs < started_ms) {
+    return "written " + std::to_string((started_ms - p.written_ms) / 1000) + " s before this launcher started";
+  }
+  return "";
+}
+
+/// Publishes `me` as the claim of its rank: refused while another launcher's live entry holds it.
+void claim(const fs::path& dir, const RendezvousSpec& spec, const Published& me) {
+  const auto file = rank_file(dir, me.entry.rank);
+  const auto tmp = write_aside(dir, me);
+  if (::link(tmp.c_str(), file.c_str()) == 0) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return;
+  }
+  // Taken (or a folder without hard links): a live claim of another launcher wins.
+  if (const auto other = read_entry(file, "rank " + std::to_string(me.entry.rank) + "'s entry");
+      other && other->entry.instance != me.entry.instance && left_over(*other, spec, me.written_ms).empty()) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw RendezvousFailed("rendezvous: rank " + std::to_string(me.entry.rank) + " of run '" + spec.run_id +
+                               "' is already claimed in " + dir.string() + " by a launcher on host " +
+                               other->entry.host + " (pid " + std::to_string(other->pid) + " on " + other->machine + ")",
+                           "give each launcher of the job its own --node-ids, and each job its own --run-id; if "
+                           "that launcher is gone, remove " + file.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    throw Error("rendezvous: cannot write '" + file.string() + "': " + ec.message(), "check that the folder is writable");
+  }
+}
+
 /// Polls the entries of `dir` until every rank has one, after `me` was published.
 std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& spec, Published& me) {
   const RendezvousEntry& mine = me.entry;
   const std::int64_t started_ms = me.written_ms;
   std::map<std::int64_t, RendezvousEntry> have;
-  std::map<std::int64_t, std::int64_t> stale_age_s;  // rank -> how old its leftover entry is
+  std::map<std::int64_t, std::string> leftovers;  // rank -> why its entry is not used
   const auto deadline = Clock::now() + spec.timeout;
   auto pause = std::chrono::milliseconds(10);
   while (true) {
@@ -85,19 +153,18 @@ std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& 
         have[r] = mine;
         continue;
       }
-      if (p->failed) {
-        // Failed while this launcher waited: a launcher of this run, and its disagreement
-        // fails this one too. Failed earlier: left from an earlier run, as if absent.
-        if (const auto why = conflict(spec, mine, *p, who(r, *p)); !why.empty() && p->written_ms >= started_ms) {
+      if (p->failed && p->written_ms >= started_ms) {
+        // Failed while this launcher waited: a launcher of this run, whose disagreement fails
+        // this one too.
+        if (const auto why = conflict(spec, mine, *p, who(r, *p)); !why.empty()) {
           throw RendezvousFailed("rendezvous: " + why, conflict_hint(why));
         }
+      }
+      if (auto why = left_over(*p, spec, started_ms); !why.empty()) {
+        leftovers[r] = std::move(why);
         continue;
       }
-      if (p->written_ms + spec.timeout.count() + kClockSkewMs < started_ms) {
-        stale_age_s[r] = (started_ms - p->written_ms) / 1000;
-        continue;
-      }
-      stale_age_s.erase(r);
+      leftovers.erase(r);
       if (const auto why = conflict(spec, mine, *p, who(r, *p)); !why.empty()) {
         throw RendezvousFailed("rendezvous: " + why, conflict_hint(why));
       }
@@ -109,14 +176,13 @@ std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& 
       return table_of(std::move(have));
     }
     if (Clock::now() > deadline) {
-      std::string stale;
-      for (const auto& [rank, age] : stale_age_s) {
-        stale += "; rank " + std::to_string(rank) + "'s entry is left from an earlier run (written " +
-                 std::to_string(age) + " s before this launcher started)";
+      std::string notes;
+      for (const auto& [rank, why] : leftovers) {
+        notes += "; rank " + std::to_string(rank) + "'s entry is left from an earlier run (" + why + ")";
       }
       throw RendezvousFailed("rendezvous: no entry of rank " + missing_ranks(have, spec.tasks) + " in " +
-                                 dir.string() + " " + within(spec) + stale,
-                             stale.empty() ? kRendezvousHint
+                                 dir.string() + " " + within(spec) + notes,
+                             notes.empty() ? kRendezvousHint
                                            : "remove " + dir.string() + " or give this run another --run-id, "
                                                                         "and start every launcher of the job");
     }
@@ -125,7 +191,6 @@ std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& 
   }
 }
 
-
 }  // namespace
 
 std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const RendezvousEntry& mine) {
@@ -133,11 +198,14 @@ std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const Rendezv
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
-    throw RendezvousFailed("rendezvous: cannot create '" + dir.string() + "': " + ec.message(),
-                           "--rendezvous file:// needs a folder every launcher can write");
+    throw Error("rendezvous: cannot create '" + dir.string() + "': " + ec.message(),
+                "--rendezvous file:// needs a folder every launcher can write");
   }
-  Published me{spec.run_id, mine, false, wall_ms()};
-  publish(dir, me);
+  Published me = published(spec.run_id, mine);
+  me.written_ms = wall_ms();
+  me.machine = this_machine();
+  me.pid = ::getpid();
+  claim(dir, spec, me);
   try {
     return meet_in(dir, spec, me);
   } catch (const RendezvousFailed&) {
@@ -150,7 +218,7 @@ std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const Rendezv
         me.written_ms = wall_ms();
         publish(dir, me);
       }
-    } catch (const RendezvousFailed&) {
+    } catch (const Error&) {
       // The first failure is the one to report.
     }
     throw;

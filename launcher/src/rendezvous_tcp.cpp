@@ -37,10 +37,15 @@ struct Fd {
   }
 };
 
+/// The host (an IPv6 address without its brackets) and the port of tcp://host:port.
 std::pair<std::string, std::string> host_port(const std::string& url) {
   const std::string rest = url.substr(6);
   const auto colon = rest.rfind(':');
-  return {rest.substr(0, colon), rest.substr(colon + 1)};
+  std::string host = rest.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return {host, rest.substr(colon + 1)};
 }
 
 int ms_left(Clock::time_point deadline) {
@@ -141,7 +146,7 @@ std::vector<RendezvousEntry> serve(const RendezvousSpec& spec, const RendezvousE
   while (static_cast<std::int64_t>(have.size()) < spec.tasks) {
     pollfd p{server.fd, POLLIN, 0};
     if (::poll(&p, 1, ms_left(deadline)) <= 0) {
-      throw RendezvousFailed("rendezvous: launchers of rank " + missing_ranks(have, spec.tasks) + " did not come to " +
+      throw RendezvousFailed("rendezvous: no launcher of rank " + missing_ranks(have, spec.tasks) + " came to " +
                                  spec.url + " " + within(spec) +
                                  (refused.empty() ? "" : "; refused: " + join(refused, "; ")),
                              kRendezvousHint);
@@ -183,8 +188,11 @@ std::vector<RendezvousEntry> serve(const RendezvousSpec& spec, const RendezvousE
              "rendezvous: " + here + " says the job has " + std::to_string(mine.world_size) +
                  " workers (--world-size), this launcher " + std::to_string(theirs.entry.world_size),
              conflict_hint(why));
+      const std::string told = "rendezvous: the job cannot form: " + who + " says the job has " +
+                               std::to_string(theirs.entry.world_size) + " workers (--world-size), " + here +
+                               " says " + std::to_string(mine.world_size);
       for (auto& [r, c] : clients) {
-        refuse(c.fd, "rendezvous: the job cannot form: " + why, conflict_hint(why));
+        refuse(c.fd, told, conflict_hint(why));
       }
       throw RendezvousFailed("rendezvous: " + why, conflict_hint(why));
     }
@@ -213,7 +221,7 @@ std::vector<RendezvousEntry> serve(const RendezvousSpec& spec, const RendezvousE
   std::vector<RendezvousEntry> table = table_of(std::move(have));
   nlohmann::json all = nlohmann::json::array();
   for (const auto& e : table) {
-    all.push_back(entry_json(Published{spec.run_id, e, false, 0}));
+    all.push_back(entry_json(published(spec.run_id, e)));
   }
   for (auto& [rank, client] : clients) {
     if (!write_line(client.fd, all.dump())) {
@@ -235,7 +243,7 @@ std::vector<RendezvousEntry> join_server(const RendezvousSpec& spec, const Rende
     if (info) {
       Fd c(::socket(info->ai_family, info->ai_socktype | SOCK_CLOEXEC, 0));
       if (c.fd >= 0 && ::connect(c.fd, info->ai_addr, info->ai_addrlen) == 0) {
-        if (write_line(c.fd, entry_json(Published{spec.run_id, mine, false, 0}).dump())) {
+        if (write_line(c.fd, entry_json(published(spec.run_id, mine)).dump())) {
           const auto line = read_line(c.fd, deadline);
           const auto j = nlohmann::json::parse(line, nullptr, false);
           if (j.is_object() && j.contains("error") && j.at("error").is_string()) {

@@ -67,6 +67,16 @@ TEST_CASE("launchers with different --world-size fail at start, each naming both
   CHECK_THAT(b.err, Contains("node 0 (attempt 0) belongs to a job of 3 workers (--world-size), this node to one of 4"));
   CHECK_THAT(ra.err, Contains(kSizeHint));
   CHECK_THAT(b.err, Contains(kSizeHint));
+
+  // Started again at once with the same run id and the sizes put right, the job runs: nothing
+  // of the refused run (its presence keys) is taken for a live node.
+  DitaskProcess a2;
+  a2.start(mesh_args("finish_chain", 1, with({"--world-size", "3"})));
+  auto b2 = run_ditask(mesh_args("finish_chain", 2, with({"--world-size", "3", "--node-ids", "1,2"})), 60s);
+  auto ra2 = a2.wait(60s);
+  INFO("again, launcher A:\n" << describe(ra2) << "\nlauncher B:\n" << describe(b2));
+  CHECK(ra2.exit_code == 0);
+  CHECK(b2.exit_code == 0);
 }
 
 TEST_CASE("rendezvous: a launcher of another run id is refused at once and exits 4, as does one that meets nobody",

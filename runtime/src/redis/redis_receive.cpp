@@ -10,6 +10,7 @@
 #include <hiredis/hiredis.h>
 
 #include "../codec/envelope.hpp"
+#include "../mesh/hello.hpp"
 #include "ditask/runtime/log.hpp"
 #include "redis_transport.hpp"
 
@@ -74,14 +75,25 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
     const std::string why = "node " + std::to_string(peer.node) + " (attempt " + std::to_string(peer.attempt) +
                             ") belongs to a job of " + std::to_string(peer.world_size) +
                             " workers (--world-size), this node to one of " + std::to_string(own);
-    if (first_time("world " + std::to_string(peer.instance))) {
-      DITASK_LOG(error, "redis") << "refusing " << why;
+    if (!first_time("world " + std::to_string(peer.instance))) {
+      return;
     }
+    DITASK_LOG(error, "redis") << "refusing node " << peer.node << ": " << why;
+    // The peer hears it on its own channel, even if this node ends before it reads this
+    // node's presence key.
+    const std::string theirs = "node " + std::to_string(settings_.node_id) + " (attempt " +
+                               std::to_string(settings_.attempt) + ") belongs to a job of " + std::to_string(own) +
+                               " workers (--world-size), this node to one of " + std::to_string(peer.world_size);
+    Outgoing refusal{channel_of(peer.node), {}, Outgoing::Kind::control};
+    encode_frame(refusal.frame, FrameKind::refuse, false, settings_.node_id, instance_, 0, {},
+                 std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(theirs.data()), theirs.size()));
     {
       std::lock_guard lock(mutex_);
       if (job_error_.empty()) {
         job_error_ = why;
       }
+      queue_control_locked(std::move(refusal));
+      post_flush_locked();
     }
     changed_.notify_all();
     return;
@@ -246,6 +258,18 @@ void RedisTransport::on_message(const redisReply* r) {
   }
   if (frame->kind == FrameKind::read) {
     on_read_notice(*frame);
+    return;
+  }
+  if (frame->kind == FrameKind::refuse) {
+    // A peer found that this node cannot be in its job: a start that waits fails with its words.
+    const std::string why(reinterpret_cast<const char*>(frame->payload.data()), frame->payload.size());
+    {
+      std::lock_guard lock(mutex_);
+      if (job_error_.empty()) {
+        job_error_ = mesh::printable(why, 1024);
+      }
+    }
+    changed_.notify_all();
     return;
   }
   Incoming& in = incoming_[frame->sender];

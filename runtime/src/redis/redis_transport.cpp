@@ -538,12 +538,8 @@ void RedisTransport::say_goodbye(bool failed) {
   }
   publish_outbox();  // what was emitted before the bye goes first
   std::vector<Outgoing> byes;
-  bool keep_presence = false;
   {
     std::lock_guard lock(mutex_);
-    // Refused for another --world-size: the presence key stays until its TTL, so the nodes of
-    // the other launcher that read the keys after this node ended still hear why.
-    keep_presence = !job_error_.empty();
     for (auto& e : peers_.expected()) {
       if (e.conn != 0 && e.node) {
         Outgoing out{channel_of(*e.node), {}};
@@ -555,9 +551,7 @@ void RedisTransport::say_goodbye(bool failed) {
   for (auto& b : byes) {
     publish_now(std::move(b), false);
   }
-  if (!keep_presence) {
-    pub_->command({"DEL", presence_key(settings_.node_id)}, [](redisReply*) {});
-  }
+  pub_->command({"DEL", presence_key(settings_.node_id)}, [](redisReply*) {});
   // Replies keep their order: once PING is answered, everything before it reached Redis.
   pub_->command({"PING"}, [this](redisReply*) {
     pub_->close();

@@ -222,6 +222,20 @@ TEST_CASE("rendezvous: bad values and missing sizes exit 2", "[launcher][platfor
              Catch::StartsWith("--rendezvous 'tcp://h:0' is not"));
   CHECK_THAT(error_of([] { resolve_options({{"package", "x"}, {"rendezvous", "file:///tmp/r"}}, {}); }).what(),
              Catch::StartsWith("--rendezvous without --platform needs --world-size"));
+  const auto one_launcher = error_of([] {
+    resolve_options({{"package", "x"}, {"rendezvous", "file:///tmp/r"}, {"world-size", "2"}, {"parallel-workers", "2"}},
+                    {});
+  });
+  CHECK(std::string(one_launcher.what()) ==
+        "--rendezvous: --world-size 2 leaves no other launcher to meet (--parallel-workers 2)");
+  CHECK(one_launcher.hint() == "--world-size is the job's worker count over all its launchers");
+  const auto not_multiple = error_of([] {
+    resolve_options({{"package", "x"}, {"rendezvous", "file:///tmp/r"}, {"world-size", "3"}, {"parallel-workers", "2"}},
+                    {});
+  });
+  CHECK(std::string(not_multiple.what()) == "--rendezvous: --world-size 3 is not a multiple of --parallel-workers 2");
+  CHECK(not_multiple.hint() == "every launcher of a rendezvous runs --parallel-workers workers; it waits for world "
+                               "size / parallel workers launchers");
   CHECK_THAT(error_of([] { resolve_options({{"package", "x"}, {"rendezvous", "auto"}, {"world-size", "2"}}, {}); }).what(),
              Catch::StartsWith("--rendezvous auto needs --platform slurm or k8s"));
   // A launcher's rank is its first node id / --parallel-workers: the ids must start a rank's block.

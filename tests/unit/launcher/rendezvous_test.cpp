@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -90,7 +91,7 @@ struct RawJoin {
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = htons(static_cast<std::uint16_t>(port));
     REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    const auto line = ditask::launcher::detail::entry_json({run_id, mine, false, 0}).dump() + "\n";
+    const auto line = ditask::launcher::detail::entry_json(ditask::launcher::detail::published(run_id, mine)).dump() + "\n";
     REQUIRE(::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()));
   }
   ~RawJoin() { ::close(fd); }
@@ -149,6 +150,25 @@ TEST_CASE("rendezvous tcp: every launcher gets the whole table", "[launcher][ren
   CHECK(listens(two.get()) == want);
 }
 
+TEST_CASE("rendezvous tcp: an IPv6 address in brackets", "[launcher][rendezvous]") {
+  RendezvousSpec spec;
+  spec.url = "tcp://[::1]:0";
+  spec.run_id = "run";
+  spec.tasks = 2;
+  spec.timeout = kLong;
+  spec.serve = true;
+  std::promise<int> bound;
+  auto port = bound.get_future();
+  spec.on_serving = [&bound](int p) { bound.set_value(p); };
+  auto server = std::async(std::launch::async, [&spec] { return ditask::launcher::rendezvous(spec, entry(0, 4)); });
+  RendezvousSpec joiner = spec;
+  joiner.url = "tcp://[::1]:" + std::to_string(port.get());
+  joiner.serve = false;
+  joiner.on_serving = nullptr;
+  CHECK(join(joiner, entry(1, 4)).get().size() == 2);
+  CHECK(server.get().size() == 2);
+}
+
 TEST_CASE("rendezvous tcp: a launcher of another run id is refused at once, the job still forms",
           "[launcher][rendezvous]") {
   Served server("job-a", 2, entry(0, 4));
@@ -167,7 +187,7 @@ TEST_CASE("rendezvous tcp: the serving launcher's timeout names the launchers it
   auto foreign = join(server.joiner("job-b", 2), entry(1, 4, "hostb"));
   CHECK_THAT(failure_of(foreign).what(), Catch::Contains("serves run 'job-a'"));
   const auto e = failure_of(server.table);
-  CHECK(std::string(e.what()) == "rendezvous: launchers of rank 1 did not come to tcp://127.0.0.1:0 within 0.3 s; "
+  CHECK(std::string(e.what()) == "rendezvous: no launcher of rank 1 came to tcp://127.0.0.1:0 within 0.3 s; "
                                  "refused: rank 1 (host hostb) of run 'job-b'");
 }
 
@@ -185,7 +205,8 @@ TEST_CASE("rendezvous tcp: another --world-size fails the job on every launcher 
   const auto told = waiting.answer();
   REQUIRE(told.is_object());
   CHECK(told.value("error", "") ==
-        "rendezvous: the job cannot form: rank 2 (host hostc) says the job has 4 workers (--world-size), this launcher 6");
+        "rendezvous: the job cannot form: rank 2 (host hostc) says the job has 4 workers (--world-size), the "
+        "launcher serving tcp://127.0.0.1:0 says 6");
 }
 
 TEST_CASE("rendezvous tcp: a rank taken twice or outside the job is refused", "[launcher][rendezvous]") {
@@ -290,10 +311,48 @@ TEST_CASE("rendezvous folder: another world size or a rank claimed twice fails a
       std::this_thread::sleep_for(1ms);
     }
     auto second = join(folder_spec(dir, "r", 2), entry(1, 4, "hostb"));
-    CHECK(std::string(failure_of(first).what()) ==
-          "rendezvous: two launchers claim rank 1 of run 'r': this one and one on host hostb");
+    const auto e = failure_of(second);
+    CHECK_THAT(e.what(), Catch::StartsWith("rendezvous: rank 1 of run 'r' is already claimed in " + dir.file("r") +
+                                           " by a launcher on host hosta (pid "));
+    CHECK_THAT(e.hint(), Catch::EndsWith("if that launcher is gone, remove " + dir.file("r/rank-1.json")));
+    // The first claim goes on and meets rank 0.
     auto zero = join(folder_spec(dir, "r", 2), entry(0, 4));
-    CHECK(second.get().size() == 2);
+    CHECK(first.get().size() == 2);
     CHECK(zero.get().size() == 2);
   }
+}
+
+TEST_CASE("rendezvous folder: the entry of a launcher that is gone is not used, nor a claim", "[launcher][rendezvous]") {
+  // A launcher stopped by a signal while it waited leaves its entry, not marked failed. On the
+  // same machine its pid tells: a child that has exited and been reaped stands for it.
+  const pid_t gone = ::fork();
+  if (gone == 0) {
+    ::_exit(0);
+  }
+  REQUIRE(gone > 0);
+  REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+  char machine[256] = {};
+  ::gethostname(machine, sizeof machine - 1);
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("k1"));
+  auto dead = [&](int rank) {
+    return nlohmann::json{{"run_id", "k1"},       {"rank", rank},       {"host", "127.0.0.1"},
+                          {"listen", {"tcp://127.0.0.1:1"}}, {"world_size", 4}, {"instance", "dead"},
+                          {"written_ms", ditask::launcher::detail::wall_ms()},    {"complete", false},
+                          {"failed", false},      {"machine", machine}, {"pid", gone}}
+               .dump() +
+           "\n";
+  };
+  dir.write("k1/rank-0.json", dead(0));
+  dir.write("k1/rank-1.json", dead(1));
+  // Rank 1 claims over the dead entry; rank 0's dead entry is not taken for a live launcher.
+  auto alone = join(folder_spec(dir, "k1", 2, 300ms), entry(1, 4));
+  CHECK_THAT(failure_of(alone).what(),
+             Catch::EndsWith("rank 0's entry is left from an earlier run (its launcher, pid " + std::to_string(gone) +
+                             " on this machine, is gone)"));
+  dir.write("k1/rank-1.json", dead(1));
+  auto one = join(folder_spec(dir, "k1", 2), entry(1, 4));
+  auto zero = join(folder_spec(dir, "k1", 2), entry(0, 4));
+  CHECK(listens(one.get()) == std::vector<std::string>{"tcp://127.0.0.1:10000", "tcp://127.0.0.1:10001"});
+  CHECK(zero.get().size() == 2);
 }

@@ -45,6 +45,14 @@ TEST_CASE("redis frame: an event, a sync and a bye round-trip with sender, insta
   CHECK(f->seq == 42);
   CHECK(f->topic.empty());
   CHECK(f->payload.empty());
+
+  const std::string why = "node 0 (attempt 0) belongs to a job of 3 workers (--world-size), this node to one of 4";
+  encode_frame(out, FrameKind::refuse, false, 0, 5, 0, {},
+               std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(why.data()), why.size()));
+  f = decode_frame(out);
+  REQUIRE(f);
+  CHECK(f->kind == FrameKind::refuse);
+  CHECK(std::string(f->payload.begin(), f->payload.end()) == why);
 }
 
 TEST_CASE("redis frame: bytes that are not a message are refused", "[redis][unit]") {
