@@ -21,8 +21,8 @@ Every option can also come from the environment as DITASK_LAUNCH_<NAME> (e.g.
 DITASK_LAUNCH_PARALLEL_WORKERS=4) or from --config FILE. Precedence: command line >
 DITASK_LAUNCH_* > --config > --platform-spec task > platform environment > defaults.
 
-Exit codes: 0 when every worker succeeded; 2 usage or config error, 3 internal error (both
-before any worker starts); otherwise the first failed worker's code, or 128+N for a worker
+Exit codes: 0 when every worker succeeded; 2 usage or config error, 3 internal error, 4 the
+launchers could not meet at --rendezvous (all before any worker starts); otherwise the first failed worker's code, or 128+N for a worker
 killed by signal N (and when the launcher itself was stopped by signal N: 130 for Ctrl-C);
 124 when --timeout fired.)";
 

@@ -69,6 +69,7 @@ Meeting meet(Plan& plan, Options& options) {
   mine.host = options.address;
   for (const auto& w : plan.workers) {
     mine.listen.push_back(w.listen);
+    mine.nodes.push_back(w.node_id);
   }
   mine.world_size = plan.world_size;
   mine.instance = new_rendezvous_instance();

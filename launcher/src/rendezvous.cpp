@@ -3,6 +3,7 @@
 #include "rendezvous.hpp"
 
 #include <cstdio>
+#include <map>
 #include <random>
 
 #include "ditask/runtime/suggest.hpp"
@@ -14,13 +15,16 @@ namespace detail {
 nlohmann::json entry_json(const Published& p) {
   const auto& e = p.entry;
   nlohmann::json j = {{"run_id", p.run_id},         {"rank", e.rank},         {"host", e.host},
-                      {"listen", e.listen},         {"world_size", e.world_size}, {"instance", e.instance}};
+                      {"listen", e.listen},         {"world_size", e.world_size}, {"instance", e.instance},
+                      {"nodes", e.nodes}};
   if (p.written_ms != 0) {
     j["written_ms"] = p.written_ms;
     j["complete"] = p.complete;
     j["failed"] = p.failed;
     j["machine"] = p.machine;
+    j["space"] = p.space;
     j["pid"] = p.pid;
+    j["timeout_ms"] = p.timeout_ms;
   }
   return j;
 }
@@ -37,11 +41,15 @@ Published entry_from_json(const nlohmann::json& j, const std::string& where) {
     p.complete = j.value("complete", false);
     p.failed = j.value("failed", false);
     p.machine = j.value("machine", std::string());
+    p.space = j.value("space", std::string());
     p.pid = j.value("pid", std::int64_t{0});
+    p.timeout_ms = j.value("timeout_ms", std::int64_t{0});
+    p.entry.nodes = j.value("nodes", std::vector<std::int64_t>());
     p.written_ms = j.value("written_ms", std::int64_t{0});
     return p;
-  } catch (const nlohmann::json::exception& e) {
-    throw RendezvousFailed("rendezvous: " + where + " is malformed: " + e.what(), kRendezvousHint);
+  } catch (const nlohmann::json::exception&) {
+    throw RendezvousFailed("rendezvous: " + where + " is not a ditask rendezvous entry",
+                           "remove it: every launcher writes its own entry at start");
   }
 }
 
@@ -127,10 +135,22 @@ void check_rendezvous_url(const std::string& url) {
 }
 
 std::vector<RendezvousEntry> rendezvous(const RendezvousSpec& spec, const RendezvousEntry& mine) {
-  if (spec.url.rfind("file://", 0) == 0) {
-    return detail::by_folder(spec, mine);
+  auto table = spec.url.rfind("file://", 0) == 0 ? detail::by_folder(spec, mine)
+               : spec.serve                      ? detail::serve(spec, mine)
+                                                 : detail::join_server(spec, mine);
+  // Every launcher has the same table, so each finds the same node id given twice.
+  std::map<std::int64_t, const RendezvousEntry*> owner;
+  for (const auto& e : table) {
+    for (const auto node : e.nodes) {
+      if (const auto [it, fresh] = owner.emplace(node, &e); !fresh) {
+        throw RendezvousFailed("rendezvous: node id " + std::to_string(node) + " is on two launchers: rank " +
+                                   std::to_string(it->second->rank) + " (host " + it->second->host + ") and rank " +
+                                   std::to_string(e.rank) + " (host " + e.host + ")",
+                               "give each launcher of the job its own --node-ids");
+      }
+    }
   }
-  return spec.serve ? detail::serve(spec, mine) : detail::join_server(spec, mine);
+  return table;
 }
 
 void leave_rendezvous(const RendezvousSpec& spec, const std::vector<RendezvousEntry>& table) noexcept {

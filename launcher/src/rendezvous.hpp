@@ -29,6 +29,7 @@ struct RendezvousEntry {
   std::vector<std::string> listen;  ///< its workers' addresses, local id order
   std::int64_t world_size = 0;      ///< the job's size as this launcher sees it (--world-size)
   std::string instance;             ///< random per launcher process: tells two claims of one rank apart
+  std::vector<std::int64_t> nodes;  ///< its workers' node ids
 };
 
 /// Where and how to meet.

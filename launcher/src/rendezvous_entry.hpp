@@ -26,8 +26,10 @@ struct Published {
   bool complete = false;        ///< file://: its launcher has read the whole table
   std::int64_t written_ms = 0;  ///< file://: its launcher's wall clock when it wrote it (ms since 1970)
   bool failed = false;          ///< file://: its launcher's rendezvous failed (written_ms: when)
-  std::string machine;          ///< file://: its launcher's host name (gethostname)
-  std::int64_t pid = 0;         ///< file://: its launcher's pid on that machine
+  std::string machine;          ///< file://: its launcher's host name (gethostname), for messages
+  std::string space;            ///< file://: its boot id and pid namespace: where `pid` means a process
+  std::int64_t pid = 0;         ///< file://: its launcher's pid there
+  std::int64_t timeout_ms = 0;  ///< file://: how long its launcher waits (--startup-timeout)
 };
 
 /// `entry` of run `run_id`, with nothing beside it yet.
@@ -60,6 +62,10 @@ std::vector<RendezvousEntry> table_of(std::map<std::int64_t, RendezvousEntry> ha
 
 /// "within 60 s" for the timeout of `spec`.
 std::string within(const RendezvousSpec& spec);
+
+/// Where a pid means a process: the boot id and the pid namespace (containers that share a host
+/// name have namespaces of their own). "" when /proc does not tell.
+std::string this_process_space();
 
 /// Milliseconds since 1970 on this host's clock.
 std::int64_t wall_ms();

@@ -6,10 +6,12 @@
 // launcher with the same rank is refused while the first one's entry is live. An entry is not
 // live, and is neither used nor a claim, when it is left over:
 //   - marked failed by its launcher (its rendezvous failed);
-//   - its launcher's process is gone (same machine: the pid no longer runs), e.g. stopped by a
-//     signal while it waited;
-//   - written longer ago than a launcher of this job can have waited (the startup timeout, plus
-//     kClockSkew between hosts).
+//   - its launcher's process is gone (same boot and pid namespace: the pid no longer runs), e.g.
+//     stopped by a signal while it waited;
+//   - written longer ago than its launcher waits (its startup timeout, plus kClockSkew between
+//     hosts).
+// A complete entry (its launcher met everyone, and may have ended since: its workers' peers
+// still need its addresses) counts for the launchers that started before it completed.
 // The entries of a job that ran are removed when it ends (leave_folder), so a re-run starts clean.
 #include <signal.h>
 #include <unistd.h>
@@ -23,6 +25,16 @@
 #include "rendezvous_entry.hpp"
 
 namespace ditask::launcher::detail {
+
+std::string this_process_space() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(boot, id);
+  std::error_code ec;
+  const auto ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
+  return id.empty() || ec ? std::string() : id + "/" + ns.string();
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -51,6 +63,8 @@ fs::path write_aside(const fs::path& dir, const Published& p) {
   out << entry_json(p).dump() << "\n";
   out.close();
   if (!out) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
     throw Error("rendezvous: cannot write '" + tmp.string() + "'", "check that the folder is writable");
   }
   return tmp;
@@ -62,6 +76,8 @@ void publish(const fs::path& dir, const Published& p) {
   std::error_code ec;
   fs::rename(tmp, rank_file(dir, p.entry.rank), ec);
   if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
     throw Error("rendezvous: cannot write '" + rank_file(dir, p.entry.rank).string() + "': " + ec.message(),
                 "check that the folder is writable");
   }
@@ -81,17 +97,50 @@ std::string who(std::int64_t rank, const Published& p) {
   return "rank " + std::to_string(rank) + " (host " + p.entry.host + ")";
 }
 
-/// Why `p` is left over (see the top of this file) for a launcher that started at `started_ms`,
-/// or "" when it is live.
-std::string left_over(const Published& p, const RendezvousSpec& spec, std::int64_t started_ms) {
+/// The launcher that wrote `p` has ended (it ran in this process space, and its pid is gone).
+bool launcher_gone(const Published& p) {
+  static const std::string here = this_process_space();
+  return p.pid > 0 && !here.empty() && p.space == here && ::kill(static_cast<pid_t>(p.pid), 0) != 0 &&
+         errno == ESRCH;
+}
+
+/// How long after `p` was written its launcher may still be waiting (clocks of other hosts
+/// may differ by kClockSkewMs).
+std::int64_t waits_until_ms(const Published& p, const RendezvousSpec& spec) {
+  return p.written_ms + (p.timeout_ms > 0 ? p.timeout_ms : spec.timeout.count()) + kClockSkewMs;
+}
+
+/// Why another rank's entry is not of the meeting of a launcher that started at `started_ms`, or
+/// "" when it may be. A complete entry (its launcher met everyone) counts when it completed after
+/// this launcher started: its launcher may have ended since, its job's peers still dial it.
+std::string not_of_this_meeting(const Published& p, const RendezvousSpec& spec, std::int64_t started_ms) {
   if (p.failed) {
     return "its launcher's rendezvous failed";
   }
-  if (p.pid > 0 && p.machine == this_machine() && ::kill(static_cast<pid_t>(p.pid), 0) != 0 && errno == ESRCH) {
+  if (p.complete) {
+    const std::int64_t margin = p.space == this_process_space() ? 0 : kClockSkewMs;
+    return p.written_ms + margin < started_ms ? "its launcher met before this one started" : "";
+  }
+  if (launcher_gone(p)) {
     return "its launcher, pid " + std::to_string(p.pid) + " on this machine, is gone";
   }
-  if (p.written_ms + spec.timeout.count() + kClockSkewMs < started_ms) {
+  if (waits_until_ms(p, spec) < started_ms) {
     return "written " + std::to_string((started_ms - p.written_ms) / 1000) + " s before this launcher started";
+  }
+  return "";
+}
+
+/// Why an entry of this launcher's own rank does not hold the rank at `now_ms`, or "" when it
+/// does: a live launcher (waiting, or running the job it met for).
+std::string not_a_claim(const Published& p, const RendezvousSpec& spec, std::int64_t now_ms) {
+  if (p.failed) {
+    return "its launcher's rendezvous failed";
+  }
+  if (launcher_gone(p)) {
+    return "its launcher is gone";
+  }
+  if (p.space != this_process_space() && waits_until_ms(p, spec) < now_ms) {
+    return "it is old";
   }
   return "";
 }
@@ -100,15 +149,20 @@ std::string left_over(const Published& p, const RendezvousSpec& spec, std::int64
 void claim(const fs::path& dir, const RendezvousSpec& spec, const Published& me) {
   const auto file = rank_file(dir, me.entry.rank);
   const auto tmp = write_aside(dir, me);
+  std::error_code ignored;
   if (::link(tmp.c_str(), file.c_str()) == 0) {
-    std::error_code ignored;
     fs::remove(tmp, ignored);
     return;
   }
   // Taken (or a folder without hard links): a live claim of another launcher wins.
-  if (const auto other = read_entry(file, "rank " + std::to_string(me.entry.rank) + "'s entry");
-      other && other->entry.instance != me.entry.instance && left_over(*other, spec, me.written_ms).empty()) {
-    std::error_code ignored;
+  std::optional<Published> other;
+  try {
+    other = read_entry(file, file.string());
+  } catch (const RendezvousFailed&) {
+    fs::remove(tmp, ignored);
+    throw;
+  }
+  if (other && other->entry.instance != me.entry.instance && not_a_claim(*other, spec, me.written_ms).empty()) {
     fs::remove(tmp, ignored);
     throw RendezvousFailed("rendezvous: rank " + std::to_string(me.entry.rank) + " of run '" + spec.run_id +
                                "' is already claimed in " + dir.string() + " by a launcher on host " +
@@ -119,6 +173,7 @@ void claim(const fs::path& dir, const RendezvousSpec& spec, const Published& me)
   std::error_code ec;
   fs::rename(tmp, file, ec);
   if (ec) {
+    fs::remove(tmp, ignored);
     throw Error("rendezvous: cannot write '" + file.string() + "': " + ec.message(), "check that the folder is writable");
   }
 }
@@ -136,7 +191,7 @@ std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& 
       if (have.count(r) != 0 && r != mine.rank) {
         continue;
       }
-      const auto p = read_entry(rank_file(dir, r), "rank " + std::to_string(r) + "'s entry");
+      const auto p = read_entry(rank_file(dir, r), rank_file(dir, r).string());
       if (!p) {
         if (r == mine.rank) {
           throw RendezvousFailed("rendezvous: this launcher's entry " + rank_file(dir, r).string() + " was removed",
@@ -160,7 +215,7 @@ std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& 
           throw RendezvousFailed("rendezvous: " + why, conflict_hint(why));
         }
       }
-      if (auto why = left_over(*p, spec, started_ms); !why.empty()) {
+      if (auto why = not_of_this_meeting(*p, spec, started_ms); !why.empty()) {
         leftovers[r] = std::move(why);
         continue;
       }
@@ -172,6 +227,7 @@ std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& 
     }
     if (static_cast<std::int64_t>(have.size()) == spec.tasks) {
       me.complete = true;
+      me.written_ms = wall_ms();  // when it met: a complete entry counts for launchers that started before
       publish(dir, me);
       return table_of(std::move(have));
     }
@@ -204,7 +260,9 @@ std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const Rendezv
   Published me = published(spec.run_id, mine);
   me.written_ms = wall_ms();
   me.machine = this_machine();
+  me.space = this_process_space();
   me.pid = ::getpid();
+  me.timeout_ms = spec.timeout.count();
   claim(dir, spec, me);
   try {
     return meet_in(dir, spec, me);

@@ -340,6 +340,10 @@ TEST_CASE("bad input: --help and --version exit 0", "[integration][bad-input]") 
   CHECK(help.err.empty());
   CHECK_THAT(help.out,
              Contains("--parallel-workers") && Contains("--package") && Contains("Exit codes"));
+  // Every exit code docs/cli.md names, 4 included.
+  CHECK_THAT(help.out, Contains("2 usage or config error, 3 internal error, 4 the\nlaunchers could not meet at "
+                                "--rendezvous") &&
+                           Contains("124 when --timeout fired"));
   CHECK_THAT(help.out, Contains("\nMesh:\n") && Contains("--max-frame-bytes BYTES") &&
                            Contains("--send-policy {wait,drop}") && Contains("--token TEXT") &&
                            Contains("--labels LIST") && Contains("--attach-to LIST"));

@@ -23,8 +23,8 @@ enum class FrameKind : std::uint8_t {
   bye = 3,    ///< the sender leaves; `seq` is the last event number it sent (`failed`: it failed)
   read = 4,   ///< the receiver read (or counted as lost) every event up to `seq` of the stream whose
               ///< sender instance is the 8-byte payload (read_payload)
-  refuse = 5, ///< the sender refuses the receiver for good (another --world-size); the payload is
-              ///< why, in the receiver's words
+  refuse = 5, ///< the sender refuses the receiver's process `seq` (its instance) for good (another
+              ///< --world-size); the payload is why, in the receiver's words
 };
 
 /// A message as read. `topic` and `payload` point into the bytes it was read from.

@@ -70,8 +70,9 @@ void RedisTransport::on_interest(std::int64_t node, std::uint64_t instance, Peer
 
 void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
   if (const auto own = own_world_size(); own > 0 && peer.world_size > 0 && peer.world_size != own) {
-    // Same run id, another job size: the job is misconfigured. A start that waits fails with
-    // this (on every node, as each sees the other's hello); the peer is never joined.
+    // Same run id, another job size: the peer is never joined, and is told (on its channel,
+    // addressed to its process). This node fails when a live peer tells it the same: a
+    // presence key left by an ended process of another run says nothing back.
     const std::string why = "node " + std::to_string(peer.node) + " (attempt " + std::to_string(peer.attempt) +
                             ") belongs to a job of " + std::to_string(peer.world_size) +
                             " workers (--world-size), this node to one of " + std::to_string(own);
@@ -85,17 +86,13 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
                                std::to_string(settings_.attempt) + ") belongs to a job of " + std::to_string(own) +
                                " workers (--world-size), this node to one of " + std::to_string(peer.world_size);
     Outgoing refusal{channel_of(peer.node), {}, Outgoing::Kind::control};
-    encode_frame(refusal.frame, FrameKind::refuse, false, settings_.node_id, instance_, 0, {},
+    encode_frame(refusal.frame, FrameKind::refuse, false, settings_.node_id, instance_, peer.instance, {},
                  std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(theirs.data()), theirs.size()));
     {
       std::lock_guard lock(mutex_);
-      if (job_error_.empty()) {
-        job_error_ = why;
-      }
       queue_control_locked(std::move(refusal));
       post_flush_locked();
     }
-    changed_.notify_all();
     return;
   }
   if (peer.node == settings_.node_id) {
@@ -261,7 +258,11 @@ void RedisTransport::on_message(const redisReply* r) {
     return;
   }
   if (frame->kind == FrameKind::refuse) {
-    // A peer found that this node cannot be in its job: a start that waits fails with its words.
+    // A peer found that this process cannot be in its job: a start that waits fails with its
+    // words. One meant for an earlier process of this node id is not for us.
+    if (frame->seq != instance_) {
+      return;
+    }
     const std::string why(reinterpret_cast<const char*>(frame->payload.data()), frame->payload.size());
     {
       std::lock_guard lock(mutex_);

@@ -265,7 +265,7 @@ TEST_CASE("rendezvous folder: an entry an earlier run left is not used", "[launc
                                                {"world_size", 4},
                                                {"instance", "0123"},
                                                {"written_ms", two_hours_ago},
-                                               {"complete", true}}
+                                               {"complete", false}}
                                         .dump() +
                                     "\n");
   auto alone = join(folder_spec(dir, "same", 2, 300ms), entry(1, 4));
@@ -339,7 +339,8 @@ TEST_CASE("rendezvous folder: the entry of a launcher that is gone is not used, 
     return nlohmann::json{{"run_id", "k1"},       {"rank", rank},       {"host", "127.0.0.1"},
                           {"listen", {"tcp://127.0.0.1:1"}}, {"world_size", 4}, {"instance", "dead"},
                           {"written_ms", ditask::launcher::detail::wall_ms()},    {"complete", false},
-                          {"failed", false},      {"machine", machine}, {"pid", gone}}
+                          {"failed", false},      {"machine", machine}, {"pid", gone},
+                          {"space", ditask::launcher::detail::this_process_space()}}
                .dump() +
            "\n";
   };
@@ -355,4 +356,42 @@ TEST_CASE("rendezvous folder: the entry of a launcher that is gone is not used, 
   auto zero = join(folder_spec(dir, "k1", 2), entry(0, 4));
   CHECK(listens(one.get()) == std::vector<std::string>{"tcp://127.0.0.1:10000", "tcp://127.0.0.1:10001"});
   CHECK(zero.get().size() == 2);
+}
+
+TEST_CASE("rendezvous folder: a launcher that met and ended before this one read its entry is met all the same",
+          "[launcher][rendezvous]") {
+  // Rank 1 reads rank 0's entry, meets, runs a short job and ends between two of rank 0's reads:
+  // its entry is complete, written after rank 0 started, and its pid is gone.
+  const pid_t ended = ::fork();
+  if (ended == 0) {
+    ::_exit(0);
+  }
+  REQUIRE(ended > 0);
+  REQUIRE(::waitpid(ended, nullptr, 0) == ended);
+  TempDir dir;
+  auto zero = join(folder_spec(dir, "fast", 2), entry(0, 4));
+  while (!std::filesystem::exists(dir.file("fast/rank-0.json"))) {
+    std::this_thread::sleep_for(1ms);
+  }
+  auto one = ditask::launcher::detail::published("fast", entry(1, 4));
+  one.complete = true;
+  one.written_ms = ditask::launcher::detail::wall_ms();
+  one.pid = ended;
+  one.space = ditask::launcher::detail::this_process_space();
+  dir.write("fast/rank-1.json", ditask::launcher::detail::entry_json(one).dump() + "\n");
+  CHECK(listens(zero.get()) == std::vector<std::string>{"tcp://127.0.0.1:10000", "tcp://127.0.0.1:10001"});
+}
+
+TEST_CASE("rendezvous: a node id on two launchers fails every launcher at once", "[launcher][rendezvous]") {
+  auto a = entry(0, 4);
+  auto b = entry(1, 4, "hostb");
+  a.nodes = {0, 3};
+  b.nodes = {2, 3};
+  Served server("run", 2, a);
+  auto other = join(server.joiner("run", 2), b);
+  const std::string want = "rendezvous: node id 3 is on two launchers: rank 0 (host 127.0.0.1) and rank 1 (host hostb)";
+  CHECK(std::string(failure_of(other).what()) == want);
+  const auto served = failure_of(server.table);
+  CHECK(std::string(served.what()) == want);
+  CHECK(served.hint() == "give each launcher of the job its own --node-ids");
 }
