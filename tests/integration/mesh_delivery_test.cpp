@@ -65,15 +65,16 @@ TEST_CASE("mesh: 100,000 events from each of 3 senders arrive complete and in or
   const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
   CAPTURE(transport);
   const Over over(transport);
-  auto r = run_ditask(over.args(mesh_args("order", 4, {"--", "count=100000"})), 100s);
+  const auto each = std::to_string(100000 / kVolumeDivisor);
+  const auto all = std::to_string(3 * 100000 / kVolumeDivisor);
+  auto r = run_ditask(over.args(mesh_args("order", 4, {"--", "count=" + each})), 100s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
-  CHECK(result_of(r.out, 0) ==
-        "received=300000 inversions=0 gaps=0 next_1=100000 next_2=100000 next_3=100000 "
-        "frames=300000 unhandled=0");
+  CHECK(result_of(r.out, 0) == "received=" + all + " inversions=0 gaps=0 next_1=" + each + " next_2=" + each +
+                                   " next_3=" + each + " frames=" + all + " unhandled=0");
   for (long node = 1; node <= 3; ++node) {
     CAPTURE(node);
-    CHECK(result_of(r.out, node) == "sent=100000");
+    CHECK(result_of(r.out, node) == "sent=" + each);
   }
 }
 
@@ -96,11 +97,14 @@ TEST_CASE("mesh: a burst of 300 events of 1 MiB is delivered completely and inta
   const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
   CAPTURE(transport);
   const Over over(transport);
-  auto r = run_ditask(over.args(mesh_args("burst", 2, {"--", "count=300", "size=1048576"})), 120s);
+  const long count = 300 / kVolumeDivisor;
+  auto r = run_ditask(
+      over.args(mesh_args("burst", 2, {"--", "count=" + std::to_string(count), "size=1048576"})), 120s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
-  CHECK(result_of(r.out, 0) == "received=300 bytes=314572800 corrupt=0 inversions=0");
-  CHECK(result_of(r.out, 1) == "sent=300");
+  CHECK(result_of(r.out, 0) == "received=" + std::to_string(count) + " bytes=" + std::to_string(count << 20) +
+                                   " corrupt=0 inversions=0");
+  CHECK(result_of(r.out, 1) == "sent=" + std::to_string(count));
 }
 
 TEST_CASE("mesh: star without relay: spokes hear the hub only", "[mesh][integration][delivery]") {
