@@ -85,9 +85,9 @@ TEST_CASE("launchers with different --world-size fail at start, each naming both
 TEST_CASE("rendezvous: a launcher of another run id is refused at once and exits 4, as does one that meets nobody",
           "[integration][bad-input]") {
   const std::string g = module_path("greeting");
-  // This test's own port: below the ephemeral range (32768-) that port 0 hands out, and used by
-  // no other test.
-  const std::string url = "tcp://127.0.0.1:19437";
+  // The rank-0 launcher serves on a port given before it starts: one reserved for this test.
+  const ReservedPorts reserved(1);
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(reserved.first);
   DitaskProcess a;
   a.start({"--package", g, "--parallel-workers", "1", "--world-size", "2", "--run-id", "right", "--rendezvous", url});
   auto wrong = run_ditask({"--package", g, "--parallel-workers", "1", "--world-size", "2", "--node-ids", "1",
