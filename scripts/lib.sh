@@ -30,10 +30,10 @@ DITASK_PACKAGES=(g++ cmake make libboost1.81-dev nlohmann-json3-dev libcli11-dev
 DITASK_BENCH_PACKAGES=(libzmq3-dev redis-server)
 
 # What only the tests need besides: a private Slurm (tests/slurm), network namespaces
-# (tests/netns), redis-server (each Redis test starts its own), and the benchmarks' programs,
-# which CI builds and smoke-runs.
+# (tests/netns), Ninja (scripts/test.sh's Debug builds), redis-server (each Redis test starts its
+# own), and the benchmarks' programs, which CI builds and smoke-runs.
 # shellcheck disable=SC2034 # read by scripts/test.sh, which sources this file
-DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2 "${DITASK_BENCH_PACKAGES[@]}")
+DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2 ninja-build "${DITASK_BENCH_PACKAGES[@]}")
 
 # CMake uses ccache by itself when it is installed (CMakeLists.txt). These let ccache cache
 # translation units that use the precompiled headers instead of passing them through.

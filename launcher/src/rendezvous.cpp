@@ -53,23 +53,18 @@ Published entry_from_json(const nlohmann::json& j, const std::string& where) {
   }
 }
 
-std::string conflict(const RendezvousSpec& spec, const RendezvousEntry& mine, const Published& theirs,
-                     const std::string& who) {
+std::optional<Conflict> conflict(const RendezvousSpec& spec, const RendezvousEntry& mine, const Published& theirs,
+                                 const std::string& who) {
   if (theirs.run_id != spec.run_id) {
-    return who + " belongs to run '" + theirs.run_id + "', this launcher to '" + spec.run_id + "'";
+    return Conflict{who + " belongs to run '" + theirs.run_id + "', this launcher to '" + spec.run_id + "'",
+                    kRunIdHint};
   }
   if (theirs.entry.world_size > 0 && mine.world_size > 0 && theirs.entry.world_size != mine.world_size) {
-    return who + " says the job has " + std::to_string(theirs.entry.world_size) +
-           " workers (--world-size), this launcher " + std::to_string(mine.world_size);
+    return Conflict{who + " says the job has " + std::to_string(theirs.entry.world_size) +
+                        " workers (--world-size), this launcher " + std::to_string(mine.world_size),
+                    kWorldSizeHint};
   }
-  return "";
-}
-
-std::string conflict_hint(const std::string& reason) {
-  if (reason.find("--world-size") != std::string::npos) {
-    return "give every launcher of the job the same --world-size: the sum of their --parallel-workers";
-  }
-  return "give every launcher of one job the same run id (--run-id), and another one to the next job";
+  return std::nullopt;
 }
 
 std::string missing_ranks(const std::map<std::int64_t, RendezvousEntry>& have, std::int64_t tasks) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,13 +47,23 @@ nlohmann::json entry_json(const Published& p);
 /// Reads an entry. Errors: RendezvousFailed "rendezvous: <where> is malformed: ...".
 Published entry_from_json(const nlohmann::json& j, const std::string& where);
 
-/// Why `theirs` (called `who`, e.g. "rank 1 (host h)") cannot be in this launcher's job, in this
-/// launcher's words, or "": another run id, or another world size.
-std::string conflict(const RendezvousSpec& spec, const RendezvousEntry& mine, const Published& theirs,
-                     const std::string& who);
+/// What to do about launchers of another run id.
+inline constexpr const char* kRunIdHint =
+    "give every launcher of one job the same run id (--run-id), and another one to the next job";
+/// What to do about launchers that name another world size.
+inline constexpr const char* kWorldSizeHint =
+    "give every launcher of the job the same --world-size: the sum of their --parallel-workers";
 
-/// The hint for a conflict() reason.
-std::string conflict_hint(const std::string& reason);
+/// Why an entry cannot be in this launcher's job, in this launcher's words, with what to do.
+struct Conflict {
+  std::string reason;  ///< e.g. "rank 1 (host h) belongs to run 'a', this launcher to 'b'"
+  const char* hint;    ///< kRunIdHint or kWorldSizeHint
+};
+
+/// Why `theirs` (called `who`, e.g. "rank 1 (host h)") cannot be in this launcher's job, or
+/// nothing: another run id, or another world size.
+std::optional<Conflict> conflict(const RendezvousSpec& spec, const RendezvousEntry& mine, const Published& theirs,
+                                 const std::string& who);
 
 /// "0, 2": the ranks below `tasks` that `have` lacks.
 std::string missing_ranks(const std::map<std::int64_t, RendezvousEntry>& have, std::int64_t tasks);

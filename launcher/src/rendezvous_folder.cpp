@@ -217,8 +217,8 @@ std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& 
       if (p->failed && p->written_ms >= started_ms) {
         // Failed while this launcher waited: a launcher of this run, whose disagreement fails
         // this one too.
-        if (const auto why = conflict(spec, mine, *p, who(r, *p)); !why.empty()) {
-          throw RendezvousFailed("rendezvous: " + why, conflict_hint(why));
+        if (const auto why = conflict(spec, mine, *p, who(r, *p))) {
+          throw RendezvousFailed("rendezvous: " + why->reason, why->hint);
         }
       }
       if (auto why = not_of_this_meeting(*p, spec, started_ms); !why.empty()) {
@@ -226,8 +226,8 @@ std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& 
         continue;
       }
       leftovers.erase(r);
-      if (const auto why = conflict(spec, mine, *p, who(r, *p)); !why.empty()) {
-        throw RendezvousFailed("rendezvous: " + why, conflict_hint(why));
+      if (const auto why = conflict(spec, mine, *p, who(r, *p))) {
+        throw RendezvousFailed("rendezvous: " + why->reason, why->hint);
       }
       have[r] = p->entry;
     }

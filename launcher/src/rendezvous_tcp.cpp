@@ -179,22 +179,22 @@ std::vector<RendezvousEntry> serve(const RendezvousSpec& spec, const RendezvousE
     if (theirs.run_id != spec.run_id) {
       turn_away(who + " of run '" + theirs.run_id + "'",
                 here + " serves run '" + spec.run_id + "', this launcher belongs to '" + theirs.run_id + "'",
-                conflict_hint("run id"));
+                kRunIdHint);
       continue;
     }
-    if (const auto why = conflict(spec, mine, theirs, who); !why.empty()) {
+    if (const auto why = conflict(spec, mine, theirs, who)) {
       // Same run, another world size: the job cannot form; both sides and everyone waiting hear why.
       refuse(client.fd,
              "rendezvous: " + here + " says the job has " + std::to_string(mine.world_size) +
                  " workers (--world-size), this launcher " + std::to_string(theirs.entry.world_size),
-             conflict_hint(why));
+             why->hint);
       const std::string told = "rendezvous: the job cannot form: " + who + " says the job has " +
                                std::to_string(theirs.entry.world_size) + " workers (--world-size), " + here +
                                " says " + std::to_string(mine.world_size);
       for (auto& [r, c] : clients) {
-        refuse(c.fd, told, conflict_hint(why));
+        refuse(c.fd, told, why->hint);
       }
-      throw RendezvousFailed("rendezvous: " + why, conflict_hint(why));
+      throw RendezvousFailed("rendezvous: " + why->reason, why->hint);
     }
     if (rank < 0 || rank >= spec.tasks || rank == mine.rank) {
       const bool own = rank == mine.rank;
@@ -254,8 +254,8 @@ std::vector<RendezvousEntry> join_server(const RendezvousSpec& spec, const Rende
             for (const auto& item : j) {
               const auto p = entry_from_json(item, "the table");
               const std::string who = "rank " + std::to_string(p.entry.rank) + " (host " + p.entry.host + ")";
-              if (const auto bad = conflict(spec, mine, p, who); !bad.empty()) {
-                throw RendezvousFailed("rendezvous: " + bad, conflict_hint(bad));
+              if (const auto bad = conflict(spec, mine, p, who)) {
+                throw RendezvousFailed("rendezvous: " + bad->reason, bad->hint);
               }
               table.push_back(p.entry);
             }
