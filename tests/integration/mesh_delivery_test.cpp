@@ -65,8 +65,9 @@ TEST_CASE("mesh: 100,000 events from each of 3 senders arrive complete and in or
   const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
   CAPTURE(transport);
   const Over over(transport);
-  const auto each = std::to_string(100000 / kVolumeDivisor);
-  const auto all = std::to_string(3 * 100000 / kVolumeDivisor);
+  const long per_sender = 100000 / kVolumeDivisor;
+  const auto each = std::to_string(per_sender);
+  const auto all = std::to_string(3 * per_sender);
   auto r = run_ditask(over.args(mesh_args("order", 4, {"--", "count=" + each})), 100s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
