@@ -19,6 +19,7 @@ nlohmann::json entry_json(const Published& p) {
                       {"nodes", e.nodes}};
   if (p.written_ms != 0) {
     j["written_ms"] = p.written_ms;
+    j["written_us"] = p.written_us;
     j["complete"] = p.complete;
     j["failed"] = p.failed;
     j["machine"] = p.machine;
@@ -46,6 +47,7 @@ Published entry_from_json(const nlohmann::json& j, const std::string& where) {
     p.timeout_ms = j.value("timeout_ms", std::int64_t{0});
     p.entry.nodes = j.value("nodes", std::vector<std::int64_t>());
     p.written_ms = j.value("written_ms", std::int64_t{0});
+    p.written_us = j.value("written_us", p.written_ms * 1000);
     return p;
   } catch (const nlohmann::json::exception&) {
     throw RendezvousFailed("rendezvous: " + where + " is not a ditask rendezvous entry",
@@ -94,6 +96,12 @@ std::string within(const RendezvousSpec& spec) {
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+void stamp_now(Published& p) {
+  p.written_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  p.written_ms = p.written_us / 1000;
 }
 
 }  // namespace detail

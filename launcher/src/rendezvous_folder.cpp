@@ -188,6 +188,7 @@ void claim(const fs::path& dir, const RendezvousSpec& spec, const Published& me)
 std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& spec, Published& me) {
   const RendezvousEntry& mine = me.entry;
   const std::int64_t started_ms = me.written_ms;
+  const std::int64_t started_us = me.written_us;
   std::map<std::int64_t, RendezvousEntry> have;
   std::map<std::int64_t, std::string> leftovers;  // rank -> why its entry is not used
   const auto deadline = Clock::now() + spec.timeout;
@@ -214,9 +215,11 @@ std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& 
         have[r] = mine;
         continue;
       }
-      if (p->failed && p->written_ms >= started_ms) {
+      if (p->failed && p->written_us > started_us) {
         // Failed while this launcher waited: a launcher of this run, whose disagreement fails
-        // this one too.
+        // this one too. In microseconds: in milliseconds, a launcher that failed in the
+        // millisecond this one started was either one of this meeting (missed, so this one
+        // waited out its timeout) or of a run before (a run started again at once failed).
         if (const auto why = conflict(spec, mine, *p, who(r, *p))) {
           throw RendezvousFailed("rendezvous: " + why->reason, why->hint);
         }
@@ -233,7 +236,7 @@ std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& 
     }
     if (static_cast<std::int64_t>(have.size()) == spec.tasks) {
       me.complete = true;
-      me.written_ms = wall_ms();  // when it met: a complete entry counts for launchers that started before
+      stamp_now(me);  // when it met: a complete entry counts for launchers that started before
       publish(dir, me);
       return table_of(std::move(have));
     }
@@ -264,7 +267,7 @@ std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const Rendezv
                 "--rendezvous file:// needs a folder every launcher can write");
   }
   Published me = published(spec.run_id, mine);
-  me.written_ms = wall_ms();
+  stamp_now(me);
   me.machine = this_machine();
   me.space = this_process_space();
   me.pid = ::getpid();
@@ -279,7 +282,7 @@ std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const Rendezv
       const auto p = read_entry(rank_file(dir, mine.rank), "this launcher's entry");
       if (p && p->entry.instance == mine.instance) {
         me.failed = true;
-        me.written_ms = wall_ms();
+        stamp_now(me);
         publish(dir, me);
       }
     } catch (const Error&) {
