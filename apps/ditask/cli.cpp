@@ -22,13 +22,26 @@ DITASK_LAUNCH_PARALLEL_WORKERS=4) or from --config FILE. Precedence: command lin
 DITASK_LAUNCH_* > --config > --platform-spec task > platform environment > defaults.
 
 Exit codes: 0 when every worker succeeded; 2 usage or config error, 3 internal error, 4 the
-launchers could not meet at --rendezvous (all before any worker starts); otherwise the first failed worker's code, or 128+N for a worker
-killed by signal N (and when the launcher itself was stopped by signal N: 130 for Ctrl-C);
-124 when --timeout fired.)";
+launchers could not meet at --rendezvous (all before any worker starts); otherwise the first
+failed worker's code, or 128+N for a worker killed by signal N (and when the launcher itself
+was stopped by signal N: 130 for Ctrl-C); 124 when --timeout fired.
+
+To check that a module loads and exports an entry, without starting anything:
+  ditask --probe <library path> <entry>    (exit 0, or 2 with the reason))";
 
 std::string lower_first(std::string text) {
   if (!text.empty()) {
     text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  }
+  return text;
+}
+
+/// `text` without CLI11 2.1's "{false}" after a negated flag's names ("--no-tag-output{false}"):
+/// the help line says what it does.
+std::string without_flag_values(std::string text) {
+  const std::string glued = "{false}";
+  for (auto at = text.find(glued); at != std::string::npos; at = text.find(glued, at)) {
+    text.erase(at, glued.size());
   }
   return text;
 }
@@ -96,7 +109,8 @@ Error flag_value_error(const CLI::ConversionError& e) {
   const auto equals = text.find(" = ");
   if (text.rfind(lead, 0) == 0 && equals != std::string::npos) {
     return Error(text.substr(lead.size(), equals - lead.size()) + " expects true or false, got '" +
-                 text.substr(equals + 3) + "'");
+                     text.substr(equals + 3) + "'",
+                 launcher::kFlagValueHint);
   }
   return Error(lower_first(text), "see ditask --help");
 }
@@ -145,7 +159,7 @@ CommandLine parse_command_line(int argc, char** argv) {
   try {
     app.parse(launcher_argc, argv);
   } catch (const CLI::CallForHelp&) {
-    std::cout << single_blank_lines(app.help());
+    std::cout << single_blank_lines(without_flag_values(app.help()));
     result.exit_now = true;
     return result;
   } catch (const CLI::CallForVersion&) {

@@ -60,7 +60,7 @@ bool to_bool(const std::string& name, const std::string& text) {
   if (text == "false" || text == "0" || text == "no" || text == "off") {
     return false;
   }
-  throw Error(flag(name) + " expects true or false, got '" + text + "'");
+  throw Error(flag(name) + " expects true or false, got '" + text + "'", kFlagValueHint);
 }
 
 void check_tag_format(const std::string& format) {

@@ -40,7 +40,7 @@ const std::vector<OptionSpec>& option_specs() {
     // One option per line reads better than clang-format's one field per line.
     // clang-format off
     group("Module", {
-        {"package", "p", K::text, "", {}, "The module: a shared library path, or a bare name looked up as given, then in <prefix>/lib/ditask/plugins/, then on the loader's search path"},
+        {"package", "p", K::text, "", {}, "The module: a shared library path, or a bare name looked up as given, then in <prefix>/lib/ditask/plugins/, then, for a name with .so, on the loader's search path"},
         {"main", "m", K::text, "main", {}, "The entry to call: the name given to DITASK_MAIN(name)"},
     });
     group("Workers", {

@@ -344,6 +344,11 @@ TEST_CASE("bad input: --help and --version exit 0", "[integration][bad-input]") 
   CHECK_THAT(help.out, Contains("2 usage or config error, 3 internal error, 4 the\nlaunchers could not meet at "
                                 "--rendezvous") &&
                            Contains("124 when --timeout fired"));
+  // The negated flag is shown without CLI11's "{false}" glued to it; the probe mode is named;
+  // a bare package name goes to the loader only with ".so" in it, as docs/cli.md says.
+  CHECK_THAT(help.out, Contains("--tag-output,--no-tag-output") && !Contains("{false}"));
+  CHECK_THAT(help.out, Contains("ditask --probe <library path> <entry>"));
+  CHECK_THAT(help.out, Contains("then, for a name with .so, on the loader's search path"));
   CHECK_THAT(help.out, Contains("\nMesh:\n") && Contains("--max-frame-bytes BYTES") &&
                            Contains("--send-policy {wait,drop}") && Contains("--token TEXT") &&
                            Contains("--labels LIST") && Contains("--attach-to LIST"));
@@ -385,7 +390,10 @@ TEST_CASE("bad input: an option given twice", "[integration][bad-input]") {
 TEST_CASE("bad input: a flag with a value that is not true or false", "[integration][bad-input]") {
   // As from DITASK_LAUNCH_AUTO_RECOVER or --config; CLI11's own text was "could not convert: ...".
   expect_usage_error({"--package", greeting(), "--auto-recover=maybe"},
-                     "--auto-recover expects true or false, got 'maybe'");
+                     "--auto-recover expects true or false, got 'maybe'", "a flag takes true or false, 1 or 0, yes or no, on or off");
+  // The same words for the same value from the environment (an audit found the hint missing).
+  expect_usage_error({"--package", greeting()}, "--relay expects true or false, got 'maybe'", "a flag takes true or false, 1 or 0, yes or no, on or off",
+                     {{"DITASK_LAUNCH_RELAY", "maybe"}});
 }
 
 TEST_CASE("bad input: an --address not of this machine fails before any warning about it", "[integration][bad-input]") {

@@ -352,8 +352,9 @@ TEST_CASE("launcher options: usage errors", "[launcher][options]") {
           std::vector<std::int64_t>{9007199254740990});
   }
   SECTION("not a flag value") {
-    CHECK_THAT(resolve_error({{"auto-recover", "maybe"}}).what(),
-               Equals("--auto-recover expects true or false, got 'maybe'"));
+    const auto e = resolve_error({{"auto-recover", "maybe"}});
+    CHECK_THAT(e.what(), Equals("--auto-recover expects true or false, got 'maybe'"));
+    CHECK_THAT(e.hint(), Equals("a flag takes true or false, 1 or 0, yes or no, on or off"));
   }
   SECTION("ports count does not match the workers") {
     auto e = resolve_error({{"parallel-workers", "3"}, {"ports", "7000,7001"}});

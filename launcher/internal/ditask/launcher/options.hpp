@@ -34,6 +34,9 @@ struct OptionSpec {
   std::string group = {};  ///< the --help section, e.g. "Mesh"
 };
 
+/// The hint for a flag given a value that is not a truth value, whatever its source.
+inline constexpr const char* kFlagValueHint = "a flag takes true or false, 1 or 0, yes or no, on or off";
+
 /// Every launcher option, in --help order, each group's options together.
 const std::vector<OptionSpec>& option_specs();
 /// The option called `name` (long name without dashes), or null.
