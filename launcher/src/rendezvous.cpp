@@ -17,8 +17,8 @@ nlohmann::json entry_json(const Published& p) {
   nlohmann::json j = {{"run_id", p.run_id},         {"rank", e.rank},         {"host", e.host},
                       {"listen", e.listen},         {"world_size", e.world_size}, {"instance", e.instance},
                       {"nodes", e.nodes}};
-  if (p.written_ms != 0) {
-    j["written_ms"] = p.written_ms;
+  if (p.written_us != 0) {
+    j["written_ms"] = p.written_ms();
     j["written_us"] = p.written_us;
     j["complete"] = p.complete;
     j["failed"] = p.failed;
@@ -46,8 +46,7 @@ Published entry_from_json(const nlohmann::json& j, const std::string& where) {
     p.pid = j.value("pid", std::int64_t{0});
     p.timeout_ms = j.value("timeout_ms", std::int64_t{0});
     p.entry.nodes = j.value("nodes", std::vector<std::int64_t>());
-    p.written_ms = j.value("written_ms", std::int64_t{0});
-    p.written_us = j.value("written_us", p.written_ms * 1000);
+    p.written_us = j.value("written_us", j.value("written_ms", std::int64_t{0}) * 1000);
     return p;
   } catch (const nlohmann::json::exception&) {
     throw RendezvousFailed("rendezvous: " + where + " is not a ditask rendezvous entry",
@@ -98,10 +97,9 @@ std::int64_t wall_ms() {
       .count();
 }
 
-void stamp_now(Published& p) {
-  p.written_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  p.written_ms = p.written_us / 1000;
+std::int64_t wall_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace detail

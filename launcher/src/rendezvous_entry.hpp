@@ -25,13 +25,14 @@ struct Published {
   std::string run_id;
   RendezvousEntry entry;
   bool complete = false;        ///< file://: its launcher has read the whole table
-  std::int64_t written_ms = 0;  ///< file://: its launcher's wall clock when it wrote it (ms since 1970)
-  std::int64_t written_us = 0;  ///< file://: the same instant in microseconds (orders a failure and a start)
-  bool failed = false;          ///< file://: its launcher's rendezvous failed (written_ms: when)
+  std::int64_t written_us = 0;  ///< file://: its launcher's wall clock when it wrote it (us since 1970)
+  bool failed = false;          ///< file://: its launcher's rendezvous failed (written_us: when)
   std::string machine;          ///< file://: its launcher's host name (gethostname), for messages
   std::string space;            ///< file://: its boot id and pid namespace: where `pid` means a process
   std::int64_t pid = 0;         ///< file://: its launcher's pid there
   std::int64_t timeout_ms = 0;  ///< file://: how long its launcher waits (--startup-timeout)
+  /// written_us in milliseconds, the unit of timeouts and of the entry's `written_ms` key.
+  std::int64_t written_ms() const { return written_us / 1000; }
 };
 
 /// `entry` of run `run_id`, with nothing beside it yet.
@@ -82,8 +83,8 @@ std::string this_process_space();
 /// Milliseconds since 1970 on this host's clock.
 std::int64_t wall_ms();
 
-/// Sets `p`'s written_ms and written_us to now.
-void stamp_now(Published& p);
+/// Microseconds since 1970 on this host's clock.
+std::int64_t wall_us();
 
 /// The two rendezvous kinds (rendezvous_folder.cpp, rendezvous_tcp.cpp).
 std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const RendezvousEntry& mine);

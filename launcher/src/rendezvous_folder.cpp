@@ -113,7 +113,7 @@ bool launcher_gone(const Published& p) {
 /// How long after `p` was written its launcher may still be waiting (clocks of other hosts
 /// may differ by kClockSkewMs).
 std::int64_t waits_until_ms(const Published& p, const RendezvousSpec& spec) {
-  return p.written_ms + (p.timeout_ms > 0 ? p.timeout_ms : spec.timeout.count()) + kClockSkewMs;
+  return p.written_ms() + (p.timeout_ms > 0 ? p.timeout_ms : spec.timeout.count()) + kClockSkewMs;
 }
 
 /// Why another rank's entry is not of the meeting of a launcher that started at `started_ms`, or
@@ -125,13 +125,13 @@ std::string not_of_this_meeting(const Published& p, const RendezvousSpec& spec, 
   }
   if (p.complete) {
     const std::int64_t margin = p.space == this_process_space() ? 0 : kClockSkewMs;
-    return p.written_ms + margin < started_ms ? "its launcher met before this one started" : "";
+    return p.written_ms() + margin < started_ms ? "its launcher met before this one started" : "";
   }
   if (launcher_gone(p)) {
     return "its launcher, pid " + std::to_string(p.pid) + " on this machine, is gone";
   }
   if (waits_until_ms(p, spec) < started_ms) {
-    return "written " + std::to_string((started_ms - p.written_ms) / 1000) + " s before this launcher started";
+    return "written " + std::to_string((started_ms - p.written_ms()) / 1000) + " s before this launcher started";
   }
   return "";
 }
@@ -168,7 +168,7 @@ void claim(const fs::path& dir, const RendezvousSpec& spec, const Published& me)
     fs::remove(tmp, ignored);
     throw;
   }
-  if (other && other->entry.instance != me.entry.instance && not_a_claim(*other, spec, me.written_ms).empty()) {
+  if (other && other->entry.instance != me.entry.instance && not_a_claim(*other, spec, me.written_ms()).empty()) {
     fs::remove(tmp, ignored);
     throw RendezvousFailed("rendezvous: rank " + std::to_string(me.entry.rank) + " of run '" + spec.run_id +
                                "' is already claimed in " + dir.string() + " by a launcher on host " +
@@ -187,7 +187,7 @@ void claim(const fs::path& dir, const RendezvousSpec& spec, const Published& me)
 /// Polls the entries of `dir` until every rank has one, after `me` was published.
 std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& spec, Published& me) {
   const RendezvousEntry& mine = me.entry;
-  const std::int64_t started_ms = me.written_ms;
+  const std::int64_t started_ms = me.written_ms();
   const std::int64_t started_us = me.written_us;
   std::map<std::int64_t, RendezvousEntry> have;
   std::map<std::int64_t, std::string> leftovers;  // rank -> why its entry is not used
@@ -236,7 +236,7 @@ std::vector<RendezvousEntry> meet_in(const fs::path& dir, const RendezvousSpec& 
     }
     if (static_cast<std::int64_t>(have.size()) == spec.tasks) {
       me.complete = true;
-      stamp_now(me);  // when it met: a complete entry counts for launchers that started before
+      me.written_us = wall_us();  // when it met: a complete entry counts for launchers that started before
       publish(dir, me);
       return table_of(std::move(have));
     }
@@ -267,7 +267,7 @@ std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const Rendezv
                 "--rendezvous file:// needs a folder every launcher can write");
   }
   Published me = published(spec.run_id, mine);
-  stamp_now(me);
+  me.written_us = wall_us();
   me.machine = this_machine();
   me.space = this_process_space();
   me.pid = ::getpid();
@@ -282,7 +282,7 @@ std::vector<RendezvousEntry> by_folder(const RendezvousSpec& spec, const Rendezv
       const auto p = read_entry(rank_file(dir, mine.rank), "this launcher's entry");
       if (p && p->entry.instance == mine.instance) {
         me.failed = true;
-        stamp_now(me);
+        me.written_us = wall_us();
         publish(dir, me);
       }
     } catch (const Error&) {

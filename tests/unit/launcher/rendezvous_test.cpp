@@ -375,7 +375,7 @@ TEST_CASE("rendezvous folder: a launcher that met and ended before this one read
   }
   auto one = ditask::launcher::detail::published("fast", entry(1, 4));
   one.complete = true;
-  one.written_ms = ditask::launcher::detail::wall_ms();
+  one.written_us = ditask::launcher::detail::wall_us();
   one.pid = ended;
   one.space = ditask::launcher::detail::this_process_space();
   dir.write("fast/rank-1.json", ditask::launcher::detail::entry_json(one).dump() + "\n");
