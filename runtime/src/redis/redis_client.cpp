@@ -11,6 +11,7 @@
 
 #include <array>
 #include <ctime>
+#include <utility>
 
 extern "C" {
 #include <hiredis/sds.h>  // no extern "C" of its own (and hiredis.h includes it outside its own)
@@ -429,9 +430,20 @@ void RedisClient::write_held() noexcept {
 }
 
 void RedisClient::close() noexcept {
-  if (ctx_ != nullptr) {
-    redisAsyncDisconnect(ctx_);
+  if (ctx_ == nullptr) {
+    return;
   }
+  if ((ctx_->c.flags & REDIS_CONNECTED) == 0) {
+    // Still connecting: hiredis would free the context at once without a disconnect callback
+    // (it calls that only for a connected one), leaving ctx_ to be freed again later. Free it
+    // here and report the end as a disconnect would.
+    redisAsyncContext* ctx = std::exchange(ctx_, nullptr);
+    ctx->data = nullptr;  // the callbacks run while freeing see no client
+    redisAsyncFree(ctx);
+    ended("closed");
+    return;
+  }
+  redisAsyncDisconnect(ctx_);
 }
 
 std::string reply_error(const redisReply* reply) {

@@ -192,3 +192,41 @@ TEST_CASE("redis client: writing to a connection Redis has closed ends the conne
   CHECK_FALSE(rig.wait_down().empty());
   CHECK(rig.replies() == 1);
 }
+
+TEST_CASE("redis client: closed while still connecting, it reports its end once and frees its context once",
+          "[redis]") {
+  // hiredis frees a context that never connected without a disconnect callback: the client must
+  // not keep (and later free again) what hiredis freed. A transport closes one client while the
+  // other is still connecting whenever the other fails first, as when redis-server restarts.
+  ditask::test::RedisServer server;
+  boost::asio::io_context io;
+  std::mutex mutex;
+  std::condition_variable changed;
+  int ups = 0, downs = 0;
+  std::string why;
+  auto client = std::make_unique<RedisClient>(
+      io,
+      [&] {
+        std::lock_guard lock(mutex);
+        ++ups;
+      },
+      [&](std::string reason) {
+        std::lock_guard lock(mutex);
+        ++downs;
+        why = std::move(reason);
+        changed.notify_all();
+      });
+  std::string error;
+  REQUIRE(client->open("127.0.0.1", server.port(), error));
+  client->close();  // before the io_context ran: hiredis has not seen the connect complete
+  CHECK_FALSE(client->is_open());
+  std::thread runner([&] { io.run(); });  // runs until nothing is left to do
+  runner.join();
+  {
+    std::lock_guard lock(mutex);
+    CHECK(downs == 1);
+    CHECK(ups == 0);
+    CHECK(why == "closed");
+  }
+  client.reset();  // freed once: a second free aborts (glibc) or is reported (ASan)
+}
