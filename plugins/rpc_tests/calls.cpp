@@ -288,3 +288,45 @@ DITASK_MAIN(rpc_callee_stopping) {
   const auto after = error_of([&] { rpc.call<std::int64_t>(ditask::Callee(1).within(std::chrono::minutes(2)), "add", 1, 2); });
   result("after_finish=" + after);
 }
+
+// Calls queued behind a running one when the callee stops (2 workers). Node 0 calls node 1's
+// "hold" (which runs until node 0 says "release") and then "add" twice, queued behind it (one
+// caller's calls run in order), then tells node 1 "sent". Node 1, once "hold" runs and "sent"
+// came, stops its task. The queued calls must be answered `stopped` at once, while "hold" still
+// runs: node 0 prints "RESULT queued=<error 1>,<error 2> hold_done_first=<yes|no> hold=<value>",
+// then releases "hold". (Without the answers, "hold" ends at its 60 s guard and hold_done_first
+// is yes.)
+DITASK_MAIN(rpc_queued_at_stop) {
+  auto& rpc = ditask::rpc();
+  auto& task = ditask::task();
+  Shared<int> released;  // node 1: "release" came
+  Shared<int> progress;  // node 1: bit 0 "hold" runs, bit 1 "sent" came
+  rpc.define("hold", [&released, &progress] {
+    progress.update([](int& p) { p |= 1; });
+    released.wait([](int r) { return r > 0; }, "node 0's release", std::chrono::seconds(60));
+    return std::int64_t{1};
+  });
+  rpc.define("add", [](std::int64_t a, std::int64_t b) { return a + b; });
+  auto running = task.start();
+  if (node_id() == 1) {
+    task.on("release", [&released] { released.update([](int& r) { r = 1; }); });
+    task.on("sent", [&progress] { progress.update([](int& p) { p |= 2; }); });
+    task.ready();
+    progress.wait([](int p) { return p == 3; }, "the held call and node 0's sent", std::chrono::minutes(2));
+    running.stop();
+    return;
+  }
+  task.ready();
+  const auto callee = ditask::Callee(1).within(std::chrono::minutes(2));
+  auto hold = rpc.call_async<std::int64_t>(callee, "hold");
+  auto first = rpc.call_async<std::int64_t>(callee, "add", 1, 2);
+  auto second = rpc.call_async<std::int64_t>(callee, "add", 3, 4);
+  task.emit_to_node(1, "sent");
+  const auto one = error_of([&] { first.get(); });
+  const auto two = error_of([&] { second.get(); });
+  const bool hold_done_first = hold.done();
+  task.emit_to_node(1, "release");
+  const auto held = error_of([&] { hold.get(); });
+  result("queued=" + one + "," + two + " hold_done_first=" + (hold_done_first ? "yes" : "no") +
+         " hold=" + (held == "no error" ? std::to_string(hold.get()) : held));
+}

@@ -136,6 +136,19 @@ TEST_CASE("rpc: a call that reaches a stopping callee is answered stopped, not l
   CHECK(result_of(r.out, 0) == "after_finish=stopped|1|add|node 1 is stopping|");
 }
 
+TEST_CASE("rpc: calls queued behind a running one are answered stopped as soon as the callee stops",
+          "[rpc][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(rpc_args("rpc_queued_at_stop", 2)), 90s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  // The running call may finish; the two behind it do not wait for it.
+  CHECK(result_of(r.out, 0) ==
+        "queued=stopped|1|add|node 1 is stopping|,stopped|1|add|node 1 is stopping| hold_done_first=no hold=1");
+}
+
 TEST_CASE("rpc: remote objects are created, called through passed handles, and destroyed when released",
           "[rpc][integration][redis]") {
   const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");

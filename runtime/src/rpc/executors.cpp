@@ -99,9 +99,8 @@ KeyedQueues::Queue* KeyedQueues::append_locked(std::int64_t key, std::vector<Job
 }
 
 void KeyedQueues::loop(Queue& queue) {
-  // Takes every queued job at once (one lock per batch, not per job); the last of a batch is
-  // `last` only if nothing was queued while the batch ran.
-  std::deque<Job> batch;
+  // One job at a time under the lock, not a batch taken at once: a job not begun stays in the
+  // queue, where stop() can refuse it while the one before it still runs.
   std::unique_lock lock(mutex_);
   for (;;) {
     while (!stopping_ && queue.jobs.empty()) {
@@ -112,20 +111,12 @@ void KeyedQueues::loop(Queue& queue) {
     if (queue.jobs.empty()) {
       return;  // stopping, and nothing left
     }
-    batch.swap(queue.jobs);
+    auto job = std::move(queue.jobs.front());
+    queue.jobs.pop_front();
+    const Turn turn = queue.jobs.empty() ? Turn::last : Turn::more;
     lock.unlock();
-    while (!batch.empty()) {
-      auto job = std::move(batch.front());
-      batch.pop_front();
-      bool last = false;
-      if (batch.empty()) {
-        lock.lock();
-        last = queue.jobs.empty();
-        lock.unlock();
-      }
-      job(last);
-      job = nullptr;
-    }
+    job(turn);
+    job = nullptr;  // what it captured goes before the next wait
     lock.lock();
   }
 }
@@ -134,16 +125,25 @@ void KeyedQueues::stop() noexcept {
   // Each thread ends once its queue is empty; queues_ keeps its shape while stopping (submit
   // refuses), so the threads can be joined without the lock.
   std::vector<Queue*> queues;
+  std::vector<Job> refused;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     for (auto& [key, q] : queues_) {
       queues.push_back(q.get());
+      for (auto& job : q->jobs) {
+        refused.push_back(std::move(job));
+      }
+      q->jobs.clear();
     }
   }
   for (auto* q : queues) {
     q->queued.notify_all();
   }
+  for (auto& job : refused) {
+    job(Turn::refused);
+  }
+  refused.clear();
   for (auto* q : queues) {
     if (q->thread.joinable()) {
       q->thread.join();

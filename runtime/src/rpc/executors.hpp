@@ -41,6 +41,13 @@ class ElasticPool {
   std::vector<std::thread> threads_;        // guarded by mutex_
 };
 
+/// How a KeyedQueues job is called.
+enum class Turn {
+  more,     ///< run it; another job of its key waits behind it
+  last,     ///< run it; nothing of its key waits behind it
+  refused,  ///< do not run it: the queues stopped before its turn (answer that at once)
+};
+
 /// One thread per key (the calling node) running that key's jobs in order. Thread: any;
 /// stop() not from one of its jobs.
 class KeyedQueues {
@@ -49,16 +56,17 @@ class KeyedQueues {
   ~KeyedQueues() { stop(); }
   KeyedQueues(const KeyedQueues&) = delete;
   KeyedQueues& operator=(const KeyedQueues&) = delete;
-  /// A job; `last` is true when no other job of its key waits behind it.
-  using Job = std::function<void(bool last)>;
+  /// A job, called once: with Turn::more or Turn::last to run, or Turn::refused.
+  using Job = std::function<void(Turn)>;
   /// Queues `job` behind the jobs of `key` (starting its thread on first use); false once
   /// stopped.
   bool submit(std::int64_t key, Job job);
   /// Queues `jobs` in order behind the jobs of `key` under one lock and one wake-up (a batch
   /// read at once); `jobs` is left empty. False once stopped (the jobs are dropped).
   bool submit(std::int64_t key, std::vector<Job>& jobs);
-  /// Runs what is queued (a job sees stopping() and may refuse its work), then joins every
-  /// thread. Idempotent.
+  /// Calls every job not begun yet with Turn::refused, on this thread and at once (jobs that
+  /// run go on: a queue's thread ends after its running job), then joins every thread.
+  /// Idempotent.
   void stop() noexcept;
   /// True once stop() began (a job can refuse to do its work).
   bool stopping() const noexcept;

@@ -109,7 +109,13 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
       submit();  // one submission per run of calls from the same caller
     }
     key = call->caller;
-    jobs.emplace_back([this, call](bool last) { serve_and_delete(call, last); });
+    jobs.emplace_back([this, call](Turn turn) {
+      if (turn == Turn::refused) {
+        refuse_and_delete(call);  // the callee began to stop before this call's turn
+      } else {
+        serve_and_delete(call, turn == Turn::last);
+      }
+    });
     batch.push_back(call);
   }
   submit();

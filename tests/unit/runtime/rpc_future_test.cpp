@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ditask/rpc.hpp"
@@ -19,6 +20,7 @@ namespace {
 using ditask::Future;
 using ditask::RpcError;
 using ditask::detail::CallState;
+using ditask::detail::Turn;
 
 std::shared_ptr<CallState> state_with(int value) {
   auto s = std::make_shared<CallState>();
@@ -73,30 +75,75 @@ TEST_CASE("rpc executors: one caller's jobs run in order, told whether another w
   std::vector<int> order;
   std::vector<bool> last;
   // The first job holds the queue until the others are queued behind it.
-  REQUIRE(queues.submit(7, [&](bool l) {
+  REQUIRE(queues.submit(7, [&](Turn t) {
     std::unique_lock lock(m);
     cv.wait(lock, [&] { return open; });
     order.push_back(0);
-    last.push_back(l);
+    last.push_back(t == Turn::last);
   }));
   for (int i = 1; i <= 3; ++i) {
-    REQUIRE(queues.submit(7, [&, i](bool l) {
-      std::lock_guard lock(m);
-      order.push_back(i);
-      last.push_back(l);
+    REQUIRE(queues.submit(7, [&, i](Turn t) {
+      {
+        std::lock_guard lock(m);
+        order.push_back(i);
+        last.push_back(t == Turn::last);
+      }
+      cv.notify_all();
     }));
   }
   {
-    std::lock_guard lock(m);
+    std::unique_lock lock(m);
     open = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return order.size() == 4; });  // stop() would refuse what has not begun
   }
-  cv.notify_all();
-  queues.stop();  // runs what is queued, then joins
+  queues.stop();
   CHECK(order == std::vector<int>{0, 1, 2, 3});
   // The first job's flag depends on whether the others were queued when it began; theirs do not.
   REQUIRE(last.size() == 4);
   CHECK(std::vector<bool>(last.begin() + 1, last.end()) == std::vector<bool>{false, false, true});
-  CHECK_FALSE(queues.submit(7, [](bool) {}));
+  CHECK_FALSE(queues.submit(7, [](Turn) {}));
+}
+
+TEST_CASE("rpc executors: stop() refuses at once the jobs not begun, while the running one finishes",
+          "[rpc][unit]") {
+  ditask::detail::KeyedQueues queues;
+  std::mutex m;
+  std::condition_variable cv;
+  bool running = false, open = false;
+  std::vector<std::string> seen;
+  REQUIRE(queues.submit(7, [&](Turn) {
+    std::unique_lock lock(m);
+    running = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return open; });
+    seen.push_back("held ran");
+  }));
+  for (int i = 1; i <= 2; ++i) {
+    REQUIRE(queues.submit(7, [&, i](Turn t) {
+      {
+        std::lock_guard lock(m);
+        seen.push_back((t == Turn::refused ? "refused " : "ran ") + std::to_string(i));
+      }
+      cv.notify_all();
+    }));
+  }
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return running; });
+  }
+  std::thread stopper([&] { queues.stop(); });
+  {
+    // The two behind the held job are answered while it still holds its thread (the bound only
+    // ends a failing run: without the refusal they would wait for the held job).
+    std::unique_lock lock(m);
+    const bool refused_first = cv.wait_for(lock, std::chrono::seconds(30), [&] { return seen.size() == 2; });
+    CHECK(refused_first);
+    open = true;
+  }
+  cv.notify_all();
+  stopper.join();
+  CHECK(seen == std::vector<std::string>{"refused 1", "refused 2", "held ran"});
 }
 
 TEST_CASE("rpc executors: a batch of one caller's jobs is queued at once, in order, behind what runs",
@@ -116,17 +163,17 @@ TEST_CASE("rpc executors: a batch of one caller's jobs is queued at once, in ord
     }
     cv.notify_all();
   };
-  REQUIRE(queues.submit(7, [&](bool) {
+  REQUIRE(queues.submit(7, [&](Turn) {
     std::unique_lock lock(m);
     cv.wait(lock, [&] { return open; });
   }));
   std::vector<ditask::detail::KeyedQueues::Job> batch;
   // The batch's first job queues one more behind the batch: the batch's last job is then not last.
-  batch.emplace_back([&](bool l) {
-    note("a", l);
-    queued_c = queues.submit(7, [&](bool l2) { note("c", l2); });
+  batch.emplace_back([&](Turn t) {
+    note("a", t == Turn::last);
+    queued_c = queues.submit(7, [&](Turn t2) { note("c", t2 == Turn::last); });
   });
-  batch.emplace_back([&](bool l) { note("b", l); });
+  batch.emplace_back([&](Turn t) { note("b", t == Turn::last); });
   REQUIRE(queues.submit(7, batch));
   CHECK(batch.empty());
   {
@@ -142,7 +189,7 @@ TEST_CASE("rpc executors: a batch of one caller's jobs is queued at once, in ord
   CHECK(queued_c);
   CHECK(order == std::vector<std::string>{"a", "b", "c"});
   CHECK(last == std::vector<bool>{false, false, true});
-  batch.emplace_back([](bool) {});
+  batch.emplace_back([](Turn) {});
   CHECK_FALSE(queues.submit(7, batch));
   CHECK(batch.empty());
 }
