@@ -214,11 +214,14 @@ TEST_CASE("mesh: a worker killed by SIGKILL under --auto-recover rejoins and rec
 }
 
 TEST_CASE("mesh: events sent to a peer that dies unacknowledged are counted lost, exactly",
-          "[mesh][integration][delivery]") {
+          "[mesh][integration][delivery][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
   DitaskProcess p;
-  p.start(mesh_args("lost_count", 2,
-                    {"--auto-recover", "--max-retries", "1", "--restart-backoff", "0", "--",
-                     "phase1=100", "phase2=20"}));
+  p.start(over.args(mesh_args("lost_count", 2,
+                              {"--auto-recover", "--max-retries", "1", "--restart-backoff", "0", "--",
+                               "phase1=100", "phase2=20"})));
   p.require_line("[node 1] READY attempt=0 pid=", 30s);
   p.require_line("[node 0] PHASE1_DONE pid=", 30s);
   const pid_t receiver = pid_after(p, "[node 1] READY attempt=0 pid=");

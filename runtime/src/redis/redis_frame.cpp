@@ -25,7 +25,7 @@ std::uint64_t get_u64(const std::uint8_t* at) noexcept {
 }  // namespace
 
 void encode_frame(std::vector<std::uint8_t>& out, FrameKind kind, bool failed, std::int64_t sender,
-                  std::uint64_t instance, std::uint64_t seq, std::string_view topic,
+                  std::uint64_t instance, std::uint64_t to, std::uint64_t seq, std::string_view topic,
                   std::span<const std::uint8_t> payload) {
   if (topic.size() > 0xffff) {
     throw std::length_error("event name longer than 65535 bytes");
@@ -36,9 +36,10 @@ void encode_frame(std::vector<std::uint8_t>& out, FrameKind kind, bool failed, s
   at[1] = failed ? 1 : 0;
   put_u64(at + 2, static_cast<std::uint64_t>(sender));
   put_u64(at + 10, instance);
-  put_u64(at + 18, seq);
-  at[26] = static_cast<std::uint8_t>(topic.size());
-  at[27] = static_cast<std::uint8_t>(topic.size() >> 8);
+  put_u64(at + 18, to);
+  put_u64(at + 26, seq);
+  at[34] = static_cast<std::uint8_t>(topic.size());
+  at[35] = static_cast<std::uint8_t>(topic.size() >> 8);
   if (!topic.empty()) {
     std::memcpy(at + kFrameHeaderBytes, topic.data(), topic.size());
   }
@@ -55,7 +56,7 @@ std::optional<FrameView> decode_frame(std::span<const std::uint8_t> bytes) {
   if (at[0] < 1 || at[0] > 5 || at[1] > 1) {
     return std::nullopt;
   }
-  const std::size_t topic_size = at[26] | (static_cast<std::size_t>(at[27]) << 8);
+  const std::size_t topic_size = at[34] | (static_cast<std::size_t>(at[35]) << 8);
   if (kFrameHeaderBytes + topic_size > bytes.size()) {
     return std::nullopt;
   }
@@ -64,23 +65,11 @@ std::optional<FrameView> decode_frame(std::span<const std::uint8_t> bytes) {
   f.failed = at[1] == 1;
   f.sender = static_cast<std::int64_t>(get_u64(at + 2));
   f.instance = get_u64(at + 10);
-  f.seq = get_u64(at + 18);
+  f.to = get_u64(at + 18);
+  f.seq = get_u64(at + 26);
   f.topic = std::string_view(reinterpret_cast<const char*>(at + kFrameHeaderBytes), topic_size);
   f.payload = bytes.subspan(kFrameHeaderBytes + topic_size);
   return f;
-}
-
-std::vector<std::uint8_t> read_payload(std::uint64_t sender_instance) {
-  std::vector<std::uint8_t> out(8);
-  put_u64(out.data(), sender_instance);
-  return out;
-}
-
-std::optional<std::uint64_t> read_instance(std::span<const std::uint8_t> payload) noexcept {
-  if (payload.size() != 8) {
-    return std::nullopt;
-  }
-  return get_u64(payload.data());
 }
 
 void SendWindow::sent(std::uint64_t seq, std::size_t bytes) {
@@ -88,11 +77,14 @@ void SendWindow::sent(std::uint64_t seq, std::size_t bytes) {
   unread_bytes_ += bytes;
 }
 
-void SendWindow::read_up_to(std::uint64_t seq) noexcept {
+std::size_t SendWindow::read_up_to(std::uint64_t seq) noexcept {
+  std::size_t read = 0;
   while (!unread_.empty() && unread_.front().first <= seq) {
     unread_bytes_ -= unread_.front().second;
     unread_.pop_front();
+    ++read;
   }
+  return read;
 }
 
 void SendWindow::clear() noexcept {

@@ -21,10 +21,10 @@ enum class FrameKind : std::uint8_t {
   event = 1,  ///< one event: `seq` is its number, `topic` and `payload` are set
   sync = 2,   ///< `seq` is the last event number sent so far (after a reconnect)
   bye = 3,    ///< the sender leaves; `seq` is the last event number it sent (`failed`: it failed)
-  read = 4,   ///< the receiver read (or counted as lost) every event up to `seq` of the stream whose
-              ///< sender instance is the 8-byte payload (read_payload)
-  refuse = 5, ///< the sender refuses the receiver's process `seq` (its instance) for good (another
-              ///< --world-size); the payload is why, in the receiver's words
+  read = 4,   ///< the receiver's task is done with (handled, or counted as lost) every event up
+              ///< to `seq` of the stream its sender process `to` numbered for it
+  refuse = 5, ///< the sender refuses process `to` for good (another --world-size); the payload
+              ///< is why, in the receiver's words
 };
 
 /// A message as read. `topic` and `payload` point into the bytes it was read from.
@@ -32,29 +32,28 @@ struct FrameView {
   FrameKind kind = FrameKind::event;
   bool failed = false;
   std::int64_t sender = 0;
-  std::uint64_t instance = 0;
+  std::uint64_t instance = 0;  ///< the sending process
+  /// The process it is meant for: events, syncs and byes are numbered for one process of the
+  /// receiving node (a restarted one starts a new stream), so another process of that node id
+  /// (an earlier or a later one, on the same channel) leaves them alone.
+  std::uint64_t to = 0;
   std::uint64_t seq = 0;
   std::string_view topic;
   std::span<const std::uint8_t> payload;
 };
 
-/// Bytes before the topic: kind, flags, sender, instance, seq, topic length.
-inline constexpr std::size_t kFrameHeaderBytes = 1 + 1 + 8 + 8 + 8 + 2;
+/// Bytes before the topic: kind, flags, sender, instance, to, seq, topic length.
+inline constexpr std::size_t kFrameHeaderBytes = 1 + 1 + 8 + 8 + 8 + 8 + 2;
 
 /// Appends a message to `out` (cleared first). Errors: std::length_error for a topic longer than
 /// 65535 bytes.
 void encode_frame(std::vector<std::uint8_t>& out, FrameKind kind, bool failed, std::int64_t sender,
-                  std::uint64_t instance, std::uint64_t seq, std::string_view topic,
+                  std::uint64_t instance, std::uint64_t to, std::uint64_t seq, std::string_view topic,
                   std::span<const std::uint8_t> payload);
 
 /// Reads a message; nullopt for bytes that are not one (too short, unknown kind, a topic past
 /// the end).
 std::optional<FrameView> decode_frame(std::span<const std::uint8_t> bytes);
-
-/// The payload of a `read` message: the instance of the sender whose events it counts.
-std::vector<std::uint8_t> read_payload(std::uint64_t sender_instance);
-/// The instance a `read` message's payload names; nullopt when it is not 8 bytes.
-std::optional<std::uint64_t> read_instance(std::span<const std::uint8_t> payload) noexcept;
 
 /// Bytes a sender may have on their way to one receiver that it has not said it read: below
 /// Redis's default `client-output-buffer-limit pubsub` (32 MB, or 8 MB for 60 s), so a fast
@@ -68,13 +67,15 @@ class SendWindow {
  public:
   /// Event `seq` of `bytes` went out.
   void sent(std::uint64_t seq, std::size_t bytes);
-  /// The receiver read every event up to `seq`.
-  void read_up_to(std::uint64_t seq) noexcept;
+  /// The receiver is done with every event up to `seq`: returns how many of those were unread.
+  std::size_t read_up_to(std::uint64_t seq) noexcept;
   /// Whether `bytes` more fit in `window` (one always fits when nothing is unread).
   bool has_room(std::size_t bytes, std::size_t window) const noexcept {
     return unread_bytes_ == 0 || unread_bytes_ + bytes <= window;
   }
   std::size_t unread_bytes() const noexcept { return unread_bytes_; }
+  /// Events sent and not said read.
+  std::size_t unread_count() const noexcept { return unread_.size(); }
   /// Forgets everything (a new receiver process).
   void clear() noexcept;
 

@@ -9,6 +9,8 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
+#include <boost/asio/post.hpp>
+
 #include "../codec/envelope.hpp"
 #include "../mesh/hello.hpp"
 #include "ditask/runtime/log.hpp"
@@ -19,6 +21,8 @@ namespace ditask::detail::redis {
 namespace {
 
 constexpr std::size_t kEarlyKept = 4096;  // events of a sender not known yet, kept until its hello
+// How soon the read notices go after the task finished events (the sender's acked, its window).
+constexpr auto kNoticeDelay = std::chrono::milliseconds(10);
 
 std::string text_of(const redisReply* r) { return r != nullptr && r->str != nullptr ? std::string(r->str, r->len) : ""; }
 
@@ -86,7 +90,7 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
                                std::to_string(settings_.attempt) + ") belongs to a job of " + std::to_string(own) +
                                " workers (--world-size), this node to one of " + std::to_string(peer.world_size);
     Outgoing refusal{channel_of(peer.node), {}, Outgoing::Kind::control};
-    encode_frame(refusal.frame, FrameKind::refuse, false, settings_.node_id, instance_, peer.instance, {},
+    encode_frame(refusal.frame, FrameKind::refuse, false, settings_.node_id, instance_, peer.instance, 0, {},
                  std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(theirs.data()), theirs.size()));
     {
       std::lock_guard lock(mutex_);
@@ -115,9 +119,10 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
         if (e != nullptr && !e->slot.confirmed) {
           e->slot.confirmed = true;  // back after a reconnect: what waited for it goes now
           Outgoing sync{channel_of(peer.node), {}, Outgoing::Kind::control};
-          encode_frame(sync.frame, FrameKind::sync, false, settings_.node_id, instance_, e->slot.sent_seq, {}, {});
+          encode_frame(sync.frame, FrameKind::sync, false, settings_.node_id, instance_, peer.instance,
+                       e->slot.sent_seq, {}, {});
           queue_control_locked(std::move(sync));
-          flush_backlog_locked(peer.node, e->slot);
+          flush_backlog_locked(peer.node, peer.instance, e->slot);
           post_flush_locked();
         }
         return;
@@ -155,7 +160,7 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
     for (const auto& h : join.held) {
       --counters_.sent;  // counted when it was held
       if (wants(slot.interest.names, std::string_view(h.topic).substr(settings_.topic_prefix.size()))) {
-        queue_locked(peer.node, slot, h);
+        queue_locked(peer.node, peer.instance, slot, h);
       } else {
         ++counters_.unhandled;
       }
@@ -171,8 +176,7 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
   Incoming& in = incoming_[peer.node];
   std::vector<RemoteEvent> early;
   if (in.instance != peer.instance) {
-    in = Incoming{};
-    in.instance = peer.instance;
+    in = new_stream(peer.instance);
   } else {
     early = std::move(in.early);
     in.early.clear();
@@ -186,12 +190,12 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
   }
 }
 
-void RedisTransport::flush_backlog_locked(std::int64_t node, Slot& slot) {
+void RedisTransport::flush_backlog_locked(std::int64_t node, std::uint64_t to, Slot& slot) {
   auto backlog = std::move(slot.backlog);
   slot.backlog.clear();
   slot.backlog_bytes = 0;
   for (const auto& h : backlog) {
-    queue_locked(node, slot, h);
+    queue_locked(node, to, slot, h);
     --counters_.sent;  // counted when it was kept
   }
 }
@@ -221,9 +225,12 @@ void RedisTransport::leave(std::int64_t node, std::uint64_t instance, const std:
   {
     std::lock_guard lock(mutex_);
     if (auto* e = peers_.find_node(node); e != nullptr && e->conn == instance) {
-      lost = e->slot.backlog.size();
+      // What waited for it, and what it was sent but never said it was done with, go with it
+      // (as on the mesh: queued or unacknowledged when the link closed).
+      lost = e->slot.backlog.size() + e->slot.window.unread_count();
       e->slot.backlog.clear();
       e->slot.backlog_bytes = 0;
+      e->slot.window.clear();
     }
     left = peers_.leave(node, instance);
     counters_.lost += lost;
@@ -253,16 +260,19 @@ void RedisTransport::on_message(const redisReply* r) {
     }
     return;
   }
+  if (frame->to != instance_) {
+    // Meant for another process of this node id, on the same channel: events numbered for an
+    // earlier incarnation (its sender counts them lost when it sees that one leave), a notice or
+    // a refusal about it. Never taken for this process's own stream.
+    return;
+  }
   if (frame->kind == FrameKind::read) {
     on_read_notice(*frame);
     return;
   }
   if (frame->kind == FrameKind::refuse) {
     // A peer found that this process cannot be in its job: a start that waits fails with its
-    // words. One meant for an earlier process of this node id is not for us.
-    if (frame->seq != instance_) {
-      return;
-    }
+    // words.
     const std::string why(reinterpret_cast<const char*>(frame->payload.data()), frame->payload.size());
     {
       std::lock_guard lock(mutex_);
@@ -277,8 +287,7 @@ void RedisTransport::on_message(const redisReply* r) {
   if (in.instance != frame->instance) {
     // Events of a process whose hello has not come (it comes first, unless this node missed it
     // while reconnecting): counted from its first number, kept until it is known.
-    in = Incoming{};
-    in.instance = frame->instance;
+    in = new_stream(frame->instance);
   }
   std::uint64_t missing = 0;
   if (frame->kind == FrameKind::event) {
@@ -297,37 +306,96 @@ void RedisTransport::on_message(const redisReply* r) {
   }
   if (frame->kind == FrameKind::bye) {
     leave(frame->sender, frame->instance, frame->failed ? "failed" : "bye");
-    return;
-  }
-  in.unread_notice_bytes += bytes.size();
-  if (in.unread_notice_bytes >= kReadNoticeBytes || frame->kind == FrameKind::sync) {
-    in.unread_notice_bytes = 0;
-    say_read(frame->sender, in);
+  } else if (frame->kind == FrameKind::sync) {
+    notices_soon(true);  // the sender waits to hear what became of what it sent before
   }
 }
 
-void RedisTransport::say_read(std::int64_t sender, const Incoming& in) {
-  Outgoing notice{channel_of(sender), {}, Outgoing::Kind::control};
-  encode_frame(notice.frame, FrameKind::read, false, settings_.node_id, instance_, in.check.last(), {},
-               read_payload(in.instance));
-  {
+RedisTransport::Incoming RedisTransport::new_stream(std::uint64_t instance) {
+  Incoming in;
+  in.instance = instance;
+  in.receipt = std::make_shared<StreamReceipt>(weak_from_this());
+  return in;
+}
+
+void RedisTransport::send_notices() {
+  bool queued = false;
+  for (auto& [sender, in] : incoming_) {
+    if (!in.receipt) {
+      continue;
+    }
+    const auto done = in.receipt->done_up_to();
+    // Once everything handed on is done, the numbers counted lost after it are settled too.
+    const auto upto = done >= in.delivered ? std::max(done, in.check.last()) : done;
+    if (upto <= in.reported) {
+      continue;
+    }
+    in.reported = upto;
+    Outgoing notice{channel_of(sender), {}, Outgoing::Kind::control};
+    encode_frame(notice.frame, FrameKind::read, false, settings_.node_id, instance_, in.instance, upto, {}, {});
     std::lock_guard lock(mutex_);
     queue_control_locked(std::move(notice));
+    queued = true;
   }
-  publish_here_or_post();
+  if (queued) {
+    publish_here_or_post();
+  }
+}
+
+void RedisTransport::notices_soon(bool now) {
+  if (now) {
+    boost::asio::post(io_, [this] { send_notices(); });
+    return;
+  }
+  if (notice_armed_.load(std::memory_order_relaxed) || notice_armed_.exchange(true)) {
+    return;  // they go when the timer set already fires
+  }
+  boost::asio::post(io_, [this] {
+    notice_timer_.expires_after(kNoticeDelay);
+    notice_timer_.async_wait([this](const boost::system::error_code& ec) {
+      notice_armed_ = false;
+      if (!ec) {
+        send_notices();
+      }
+    });
+  });
+}
+
+void RedisTransport::StreamReceipt::done(std::uint64_t seq, std::size_t bytes, bool handled) noexcept {
+  progress(seq, bytes, handled);
+}
+
+void RedisTransport::StreamReceipt::done_run(std::uint64_t /*first*/, std::uint64_t last, std::size_t bytes) noexcept {
+  progress(last, bytes, true);
+}
+
+void RedisTransport::StreamReceipt::progress(std::uint64_t last, std::size_t bytes, bool handled) noexcept {
+  const auto owner = owner_.lock();
+  if (!owner) {
+    return;  // the transport is gone: nobody to tell
+  }
+  if (!handled) {
+    ++owner->counters_.unhandled;
+  }
+  std::uint64_t seen = done_.load(std::memory_order_relaxed);
+  while (seen < last && !done_.compare_exchange_weak(seen, last, std::memory_order_release, std::memory_order_relaxed)) {
+  }
+  // A notice at once every kReadNoticeBytes (the sender's window is a few of them), else soon.
+  const bool now = bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes >= kReadNoticeBytes;
+  if (now) {
+    bytes_.store(0, std::memory_order_relaxed);
+  }
+  owner->notices_soon(now);
 }
 
 void RedisTransport::on_read_notice(const FrameView& frame) {
-  if (read_instance(frame.payload) != instance_) {
-    return;  // about an earlier process of this node
-  }
   {
     std::lock_guard lock(mutex_);
     auto* e = peers_.find_node(frame.sender);
     if (e == nullptr || e->conn != frame.instance) {
-      return;
+      return;  // from a process of that node that is not (or no longer) the joined one
     }
-    e->slot.window.read_up_to(frame.seq);
+    counters_.acked += e->slot.window.read_up_to(frame.seq);
   }
   changed_.notify_all();
 }
@@ -353,10 +421,11 @@ void RedisTransport::deliver(Incoming& in, const FrameView& frame, std::size_t b
     return;
   }
   e.event.assign(frame.topic.substr(settings_.topic_prefix.size()));
-  e.receipt = receipt_;
+  e.receipt = in.receipt;
   e.seq = frame.seq;
   e.bytes = bytes;
   e.meta = in.meta;
+  in.delivered = frame.seq;
   if (!e.meta) {
     if (in.early.size() < kEarlyKept && !scanned_) {
       in.early.push_back(std::move(e));

@@ -106,7 +106,7 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
       continue;
     }
     if (e->slot.confirmed) {
-      queue_locked(*e->node, e->slot, held, false);
+      queue_locked(*e->node, e->conn, e->slot, held, false);
       queued = true;
     } else if (e->slot.backlog_bytes + size <= settings_.send_queue_bytes || e->slot.backlog.empty()) {
       e->slot.backlog.push_back(held);  // until it said hello again after a reconnect
@@ -149,9 +149,9 @@ void RedisTransport::publish_here_or_post() {
   post_flush_locked();
 }
 
-void RedisTransport::queue_locked(std::int64_t node, Slot& slot, const Held& held, bool post) {
+void RedisTransport::queue_locked(std::int64_t node, std::uint64_t to, Slot& slot, const Held& held, bool post) {
   Outgoing out{channel_of(node), {}};
-  encode_frame(out.frame, FrameKind::event, false, settings_.node_id, instance_, ++slot.sent_seq, held.topic,
+  encode_frame(out.frame, FrameKind::event, false, settings_.node_id, instance_, to, ++slot.sent_seq, held.topic,
                *held.payload);
   bytes_in_flight_ += out.frame.size();
   slot.window.sent(slot.sent_seq, out.frame.size());
@@ -208,17 +208,23 @@ void RedisTransport::publish_outbox() {
 void RedisTransport::publish_now(Outgoing&& out, bool counted) {
   const std::size_t bytes = counted ? out.frame.size() : 0;
   const std::string_view frame(reinterpret_cast<const char*>(out.frame.data()), out.frame.size());
-  const bool event = out.kind == Outgoing::Kind::event;
-  const auto callback = event ? &RedisTransport::on_published : &RedisTransport::on_control_published;
   const char* verb = out.kind == Outgoing::Kind::presence ? "SET" : "PUBLISH";
-  if (!pub_ || !pub_->command_raw(callback, reinterpret_cast<void*>(bytes), verb, out.channel, frame)) {
+  if (!pub_ || !pub_->command_raw(&RedisTransport::on_published, reinterpret_cast<void*>(bytes), verb, out.channel,
+                                  frame)) {
+    // The connection ended: an event's fate is settled by its number (the receiver finds the
+    // gap after the reconnect's sync, or the sender counts it when the receiver leaves).
     std::lock_guard lock(mutex_);
     bytes_in_flight_ -= bytes;
-    ++counters_.lost;
   }
 }
 
-void RedisTransport::on_control_published(redisAsyncContext* ctx, void* /*reply*/, void* privdata) {
+bool RedisTransport::wants(const std::optional<std::set<std::string>>& interest, std::string_view name) {
+  return !interest || name.starts_with("ditask.") || name == events::finish || interest->count(std::string(name)) != 0;
+}
+
+void RedisTransport::on_published(redisAsyncContext* ctx, void* /*reply*/, void* privdata) {
+  // Whether Redis had a subscriber for it says nothing of what the receiver's task did with it:
+  // its read notice (acked) or its leave (lost) settles each event (on_read_notice, leave).
   auto* client = static_cast<RedisClient*>(ctx->data);
   if (client == nullptr) {
     return;
@@ -229,37 +235,6 @@ void RedisTransport::on_control_published(redisAsyncContext* ctx, void* /*reply*
     self->bytes_in_flight_ -= reinterpret_cast<std::size_t>(privdata);
   }
   self->changed_.notify_all();
-}
-
-bool RedisTransport::wants(const std::optional<std::set<std::string>>& interest, std::string_view name) {
-  return !interest || name.starts_with("ditask.") || name == events::finish || interest->count(std::string(name)) != 0;
-}
-
-void RedisTransport::on_published(redisAsyncContext* ctx, void* reply, void* privdata) {
-  auto* client = static_cast<RedisClient*>(ctx->data);
-  if (client == nullptr) {
-    return;
-  }
-  auto* self = static_cast<RedisTransport*>(client->owner());
-  const auto bytes = reinterpret_cast<std::size_t>(privdata);
-  const auto* r = static_cast<const redisReply*>(reply);
-  {
-    std::lock_guard lock(self->mutex_);
-    self->bytes_in_flight_ -= bytes;
-  }
-  self->changed_.notify_all();
-  if (bytes == 0 || r == nullptr) {
-    return;  // a bye, or a fate unknown: the receiver's numbers tell it
-  }
-  if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
-    ++self->counters_.acked;
-  } else {
-    ++self->counters_.lost;  // nobody was subscribed: the peer's process or its connection is gone
-    if (self->counters_.lost == 1 || self->counters_.lost % 1000 == 0) {
-      DITASK_LOG(warn, "redis") << "an event reached no subscriber of its peer's channel (lost; "
-                                   << self->counters_.lost.load() << " so far)";
-    }
-  }
 }
 
 }  // namespace ditask::detail::redis

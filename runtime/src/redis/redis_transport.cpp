@@ -60,6 +60,7 @@ RedisTransport::RedisTransport(mesh::MeshSettings common, RedisSettings server)
       control_channel_(server_.scope + ":ctl"),
       retry_timer_(io_),
       tick_timer_(io_),
+      notice_timer_(io_),
       peers_(mesh::world_beyond_local(settings_)) {
   // Every other worker of this launcher is expected (but those that finished before this one
   // started); a job of several launchers also waits for --world-size peers in all. Topology does
@@ -73,16 +74,6 @@ RedisTransport::RedisTransport(mesh::MeshSettings common, RedisSettings server)
       peers_.expect(std::move(e));
     }
   }
-  struct CountUnhandled final : Receipt {
-    explicit CountUnhandled(TransportCounters& c) : counters(c) {}
-    void done(std::uint64_t, std::size_t, bool handled) noexcept override {
-      if (!handled) {
-        ++counters.unhandled;
-      }
-    }
-    TransportCounters& counters;
-  };
-  receipt_ = std::make_shared<CountUnhandled>(counters_);
 }
 
 RedisTransport::~RedisTransport() { shutdown(false); }
@@ -447,6 +438,7 @@ void RedisTransport::tick() {
     });
   }
   hand_over_batch();
+  send_notices();  // a safety net: a notice is normally sent within kNoticeDelay
   tick_timer_.expires_after(kTick);
   tick_timer_.async_wait([this, gen](const boost::system::error_code& ec) {
     if (!ec && gen == generation_) {
@@ -536,6 +528,7 @@ void RedisTransport::say_goodbye(bool failed) {
     changed_.notify_all();
     return;
   }
+  send_notices();    // the peers hear what this node's task did with their events
   publish_outbox();  // what was emitted before the bye goes first
   std::vector<Outgoing> byes;
   {
@@ -543,7 +536,7 @@ void RedisTransport::say_goodbye(bool failed) {
     for (auto& e : peers_.expected()) {
       if (e.conn != 0 && e.node) {
         Outgoing out{channel_of(*e.node), {}};
-        encode_frame(out.frame, FrameKind::bye, failed, settings_.node_id, instance_, e.slot.sent_seq, {}, {});
+        encode_frame(out.frame, FrameKind::bye, failed, settings_.node_id, instance_, e.conn, e.slot.sent_seq, {}, {});
         byes.push_back(std::move(out));
       }
     }

@@ -5,6 +5,7 @@
 // make losses counted, never silent. docs/redis.md.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -93,13 +94,32 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
     std::vector<std::uint8_t> frame;
     Kind kind = Kind::event;
   };
-  // What this node knows of a sender's numbers.
+  // What the task did with one sender process's events, told on whichever thread finishes
+  // them (dispatcher, RPC): the highest number done, and the bytes since the last read notice.
+  // Read by the io thread, which sends the notices (FrameKind::read).
+  class StreamReceipt final : public Receipt {
+   public:
+    explicit StreamReceipt(std::weak_ptr<RedisTransport> owner) : owner_(std::move(owner)) {}
+    void done(std::uint64_t seq, std::size_t bytes, bool handled) noexcept override;
+    void done_run(std::uint64_t first, std::uint64_t last, std::size_t bytes) noexcept override;
+    /// The highest number done so far.
+    std::uint64_t done_up_to() const noexcept { return done_.load(std::memory_order_acquire); }
+
+   private:
+    void progress(std::uint64_t last, std::size_t bytes, bool handled) noexcept;
+    std::weak_ptr<RedisTransport> owner_;
+    std::atomic<std::uint64_t> done_{0};
+    std::atomic<std::size_t> bytes_{0};
+  };
+  // What this node knows of a sender process's numbers (its stream to this process).
   struct Incoming {
     std::uint64_t instance = 0;
     SequenceCheck check;
     std::shared_ptr<const EventMeta> meta;  // null until its hello (or the scan) told who it is
     std::vector<RemoteEvent> early;         // its events until then
-    std::size_t unread_notice_bytes = 0;    // read since this node last said so (FrameKind::read)
+    std::shared_ptr<StreamReceipt> receipt;  // told what the task did with them
+    std::uint64_t delivered = 0;  // the highest number handed on to the task (or kept in `early`)
+    std::uint64_t reported = 0;   // the number of the last read notice sent
   };
   enum class Link { down, connecting, up, closing };
 
@@ -124,8 +144,13 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   // ---- io thread: peers and events (redis_route.cpp sends, redis_receive.cpp receives) ----
   void on_control(const redisReply* reply);
   void on_message(const redisReply* reply);
-  // Tells `sender` what of its events this node read (or counted as lost).
-  void say_read(std::int64_t sender, const Incoming& in);
+  // A fresh stream from process `instance` of node `sender`.
+  Incoming new_stream(std::uint64_t instance);
+  // Tells each sender whose stream moved on what of it this node's task is done with (handled,
+  // or counted as lost): a read notice (FrameKind::read).
+  void send_notices();
+  // Has the io thread send the read notices: at once (`now`), or within kNoticeDelay. Any thread.
+  void notices_soon(bool now);
   // A receiver's FrameKind::read: its window opens.
   void on_read_notice(const FrameView& frame);
   void on_hello_text(std::string_view text);
@@ -139,8 +164,8 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void deliver(Incoming& in, const FrameView& frame, std::size_t bytes);
   void release_early_events();
   void hand_over_batch();
-  // Queues what waited for `node` while it was unconfirmed. Caller holds mutex_.
-  void flush_backlog_locked(std::int64_t node, Slot& slot);
+  // Queues what waited for `node` (its process `to`) while it was unconfirmed. Caller holds mutex_.
+  void flush_backlog_locked(std::int64_t node, std::uint64_t to, Slot& slot);
   void flush();
   void publish_outbox();
   // publish_outbox() with the client's writes held, so the whole outbox goes out in one write
@@ -148,14 +173,14 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void publish_outbox_at_once();
   // `counted`: its bytes are in bytes_in_flight_ (a bye's are not).
   void publish_now(Outgoing&& out, bool counted);
+  // A PUBLISH (or SET) answered: its bytes are no longer in flight.
   static void on_published(redisAsyncContext* ctx, void* reply, void* privdata);
-  static void on_control_published(redisAsyncContext* ctx, void* reply, void* privdata);
   bool first_time(const std::string& what);
   // ---- any thread ----
   void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload);
-  // Frames `held` for `node` and queues it for the io thread (`post`: and wakes it to publish).
-  // Caller holds mutex_.
-  void queue_locked(std::int64_t node, Slot& slot, const Held& held, bool post = true);
+  // Frames `held` for `node`'s process `to` (numbered in its stream) and queues it for the io
+  // thread (`post`: and wakes it to publish). Caller holds mutex_.
+  void queue_locked(std::int64_t node, std::uint64_t to, Slot& slot, const Held& held, bool post = true);
   // Queues a frame that is not an event (a notice, a key), counted in bytes_in_flight_. Caller holds mutex_.
   void queue_control_locked(Outgoing&& out);
   // Publishes what is queued on the calling thread when nobody else uses the command client;
@@ -199,7 +224,8 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   // Interest notices of peers not joined yet (node -> its instance, what it handles). mutex_.
   std::map<std::int64_t, std::pair<std::uint64_t, PeerInterest>> early_interest_;
   std::vector<RemoteEvent> batch_;             // io thread: what one read brought
-  std::shared_ptr<Receipt> receipt_;           // counts events no handler took
+  boost::asio::steady_timer notice_timer_;     // io thread: the read notices within kNoticeDelay
+  std::atomic<bool> notice_armed_{false};      // the timer is set (or about to be)
 
   mutable std::mutex mutex_;  // guards the fields down to bytes_in_flight_
   std::condition_variable changed_;  // ready, a permanent failure, room in the send queue, closed
