@@ -70,3 +70,36 @@ TEST_CASE("biggraph: a partition server killed mid-epoch under --auto-recover: t
   CHECK(biggraph_number(result, "abandoned") >= 1);
   CHECK(lines_with(r.out, "biggraph: epoch ").size() == 3);
 }
+
+TEST_CASE("biggraph: the lock server killed mid-epoch under --auto-recover: the trainers wait for it and the "
+          "job finishes, saying so",
+          "[biggraph][integration]") {
+  auto r = run_ditask({"--package", module_path("biggraph"), "--layout", "biggraph:machines=2", "--auto-recover",
+                       "--restart-backoff", "0", "--", "graph=sbm", "entities=600", "communities=20", "partitions=2",
+                       "epochs=3", "dim=16", "die_at_acquire=6"},
+                      100s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(lines_with(r.out, "lock server node 6: dying at acquire 6 (die_at_acquire)").size() == 1);
+  CHECK(lines_with(r.out, "lock server node 6 restarted: epoch ").size() == 1);
+  CHECK(lines_with(r.out, "the lock server (node 6) is gone (").size() >= 1);
+  CHECK(lines_with(r.out, "the lock server (node 6) is back (attempt 1)").size() >= 1);
+  CHECK(lines_with(r.err, "node 6 (pid").size() >= 1);  // the launcher's restart line
+  // The epochs go on from where they were: no epoch is started over, nor counted twice.
+  CHECK(lines_with(r.out, "biggraph: epoch ").size() == 3);
+  const auto result = biggraph_result(r.out);
+  CAPTURE(result);
+  CHECK(field(result, "restarts") == "1");
+}
+
+TEST_CASE("biggraph: the lock server killed without --auto-recover ends the job, naming it", "[biggraph][integration]") {
+  auto r = run_ditask({"--package", module_path("biggraph"), "--layout", "biggraph:machines=1,partition_servers=1",
+                       "--", "graph=sbm", "entities=600", "communities=20", "partitions=2", "epochs=3", "dim=16",
+                       "die_at_acquire=3"},
+                      100s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Contains("ditask: job failed: node 3 (pid "));
+  CHECK_THAT(r.err, Contains(", attempt 0) exited with code 3"));
+  CHECK(lines_with(r.out, "RESULT trainers=").empty());
+}

@@ -120,6 +120,16 @@ void BucketLock::next_epoch() {
   changed_.notify_all();
 }
 
+void BucketLock::resume_at(int epoch) {
+  std::lock_guard lock(mutex_);
+  if (!held_.empty() || !last_.empty() ||
+      pending_.size() != static_cast<std::size_t>(partitions_) * static_cast<std::size_t>(partitions_)) {
+    throw std::logic_error("a lock server resumes at an epoch only before it hands out a bucket");
+  }
+  epoch_ = epoch;
+  changed_.notify_all();
+}
+
 std::size_t BucketLock::remaining() const {
   std::lock_guard lock(mutex_);
   return pending_.size() + held_.size();

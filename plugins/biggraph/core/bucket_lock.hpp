@@ -54,6 +54,10 @@ class BucketLock {
   /// Starts the next epoch: every bucket pending again. Errors: std::logic_error while a bucket
   /// is held or pending.
   void next_epoch();
+  /// A restarted lock server's start: epoch `epoch` (0 first) with every bucket pending, since
+  /// which of them were trained before the restart is not known. Errors: std::logic_error once
+  /// a bucket was handed out or released.
+  void resume_at(int epoch);
 
   int partitions() const noexcept { return partitions_; }
   /// Buckets not done yet this epoch (held ones included).

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -34,7 +35,7 @@ std::vector<std::int64_t> members_of(const char* role) { return ditask::task().g
 JobParams JobParams::from_args() {
   const rl::Params a(ditask::args(), {"graph", "partitions", "epochs", "dim", "negatives", "lr", "test_fraction",
                                       "candidates", "eval_edges", "seed", "entities", "communities", "degree",
-                                      "p_within", "die_at_get"});
+                                      "p_within", "die_at_get", "die_at_acquire"});
   JobParams p;
   p.graph = a.text("graph", p.graph);
   p.partitions = static_cast<int>(a.integer("partitions", p.partitions));
@@ -51,6 +52,7 @@ JobParams JobParams::from_args() {
   p.sbm_degree = static_cast<int>(a.integer("degree", p.sbm_degree));
   p.sbm_p_within = a.num("p_within", p.sbm_p_within);
   p.die_at_get = a.integer("die_at_get", 0);
+  p.die_at_acquire = a.integer("die_at_acquire", 0);
   if (p.partitions < 1 || p.epochs < 1 || p.train.dim < 1 || p.train.negatives < 0 || p.candidates < 1 ||
       p.test_fraction < 0 || p.test_fraction >= 1) {
     throw std::invalid_argument(
@@ -102,6 +104,11 @@ Layout Layout::current() {
     }
   }
   return l;
+}
+
+std::int64_t worker_attempt() {
+  const char* attempt = std::getenv("DITASK_ATTEMPT");
+  return attempt == nullptr ? 0 : std::strtoll(attempt, nullptr, 10);
 }
 
 std::vector<std::uint8_t> float_bytes(const Eigen::VectorXf& v) {

@@ -25,6 +25,7 @@ struct JobParams {
   int sbm_entities = 2000, sbm_communities = 20, sbm_degree = 10;
   double sbm_p_within = 0.9;
   std::int64_t die_at_get = 0;  ///< > 0: a partition server's first incarnation dies at its k-th get (tests)
+  std::int64_t die_at_acquire = 0;  ///< > 0: the lock server's first incarnation dies at its k-th acquire (tests)
   /// Reads ditask::args(). Errors: std::invalid_argument naming the argument.
   static JobParams from_args();
 };
@@ -51,10 +52,10 @@ struct Layout {
 };
 
 /// RPC function and event names.
-inline constexpr const char* kAcquire = "bg.acquire";   // lock server: (trainer) -> {"lhs","rhs"} | {"done"}
+inline constexpr const char* kAcquire = "bg.acquire";   // lock server: (trainer, epoch) -> {"lhs","rhs"} | {"done"}
 inline constexpr const char* kRelease = "bg.release";   // lock server: (trainer, lhs, rhs)
 inline constexpr const char* kAbandon = "bg.abandon";   // lock server: (trainer): its bucket is pending again
-inline constexpr const char* kNextEpoch = "bg.next_epoch";  // lock server: ()
+inline constexpr const char* kNextEpoch = "bg.next_epoch";  // lock server: (epoch): it begins
 inline constexpr const char* kGet = "bg.get";           // partition server: (p) -> bytes
 inline constexpr const char* kPut = "bg.put";           // partition server: (p, bytes)
 inline constexpr const char* kPull = "bg.pull";         // parameter server: (r) -> floats
@@ -70,6 +71,9 @@ void run_parameter_server(const JobData& data);
 void run_idle();
 /// A trainer's: the epochs; trainer 0 also evaluates, prints and ends the job.
 void run_trainer(const JobData& data);
+
+/// This worker's DITASK_ATTEMPT: 0 for its first incarnation, k after k restarts.
+std::int64_t worker_attempt();
 
 /// Floats as bytes and back (RPC payloads).
 std::vector<std::uint8_t> float_bytes(const Eigen::VectorXf& v);

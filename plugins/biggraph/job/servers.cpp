@@ -2,6 +2,7 @@
 // The biggraph job's servers, each an ordinary worker whose role is a server and which speaks
 // RPC: the lock server (edge buckets), partition servers (the embeddings of partitions not in
 // use) and parameter servers (the relation operators, pushed and pulled asynchronously).
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <iostream>
@@ -47,8 +48,29 @@ void serve_until_shutdown() {
 void run_lock_server(const JobData& data) {
   BucketLock lock(data.params.partitions);
   auto& rpc = ditask::rpc();
+  const auto self = ditask::task().router().node_id();
+  // A restarted server does not know where the job was: the trainers' first call says which
+  // epoch they are in, and it begins that one with every bucket pending.
+  std::mutex resume_mutex;
+  bool resumed = worker_attempt() == 0;  // guarded by resume_mutex
+  auto resume = [&](int epoch) {
+    std::lock_guard guard(resume_mutex);
+    if (!resumed) {
+      resumed = true;
+      lock.resume_at(epoch);
+      std::cout << "lock server node " << self << " restarted: epoch " << epoch + 1
+                << " begins again with every bucket pending (the record of those trained before is lost)" << std::endl;
+    }
+  };
+  std::atomic<std::int64_t> acquires{0};
   // Each trainer's calls run on its own serving thread: a trainer waiting here blocks no other.
-  rpc.define(kAcquire, [&lock](std::int64_t trainer) -> nlohmann::json {
+  rpc.define(kAcquire, [&](std::int64_t trainer, int epoch) -> nlohmann::json {
+    if (worker_attempt() == 0 && data.params.die_at_acquire > 0 && ++acquires == data.params.die_at_acquire) {
+      std::cout << "lock server node " << self << ": dying at acquire " << data.params.die_at_acquire
+                << " (die_at_acquire)" << std::endl;
+      std::_Exit(3);  // a crash mid-epoch: the test of --auto-recover (docs/biggraph.md)
+    }
+    resume(epoch);
     const auto grant = lock.acquire_wait(trainer, std::chrono::seconds(5));
     if (grant.bucket) {
       return {{"lhs", grant.bucket->lhs}, {"rhs", grant.bucket->rhs}};
@@ -57,7 +79,12 @@ void run_lock_server(const JobData& data) {
   });
   rpc.define(kRelease, [&lock](std::int64_t trainer, int lhs, int rhs) { lock.release(trainer, Bucket{lhs, rhs}); });
   rpc.define(kAbandon, [&lock](std::int64_t trainer) { lock.trainer_left(trainer); });
-  rpc.define(kNextEpoch, [&lock] { lock.next_epoch(); });
+  rpc.define(kNextEpoch, [&](int epoch) {
+    resume(epoch);
+    if (lock.epoch() < epoch) {
+      lock.next_epoch();
+    }
+  });
   // A trainer that dies gives its bucket back (a restart or another trainer trains it).
   auto& task = ditask::task();
   auto running = task.start();
@@ -69,8 +96,7 @@ void run_partition_server(const JobData& data) {
   const auto& p = data.params;
   std::mutex mutex;
   std::map<int, std::vector<std::uint8_t>> tables;  // guarded by mutex: partition -> its table's bytes
-  const char* attempt = std::getenv("DITASK_ATTEMPT");  // a restart's partitions are new
-  const bool restarted = attempt != nullptr && std::string(attempt) != "0";
+  const bool restarted = worker_attempt() > 0;  // a restart's partitions are new
   bool told = false;
   std::int64_t gets = 0;  // guarded by mutex
   auto& rpc = ditask::rpc();

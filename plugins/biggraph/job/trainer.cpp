@@ -4,7 +4,8 @@
 // parameter servers, trains, pushes the relation gradients (asynchronously) and the partitions
 // back; at the epoch's end the trainers meet (group barrier, all-reduce of their counts) and
 // trainer 0 evaluates. A partition server that dies mid-bucket costs the bucket (abandoned, then
-// trained again) and that server's partitions (they restart from random).
+// trained again) and that server's partitions (they restart from random); a lock server that
+// dies costs the epoch's progress (lock_client.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <ditask/ditask.hpp>
 
 #include "job.hpp"
+#include "lock_client.hpp"
 
 namespace biggraph {
 
@@ -94,6 +96,16 @@ void wait_for_return(std::int64_t server, std::chrono::seconds limit) {
   }
 }
 
+// Restarts of the job's workers so far (--auto-recover): each one's attempt, summed over this
+// node and its peers.
+std::int64_t job_restarts() {
+  std::int64_t restarts = worker_attempt();
+  for (const auto& peer : ditask::task().router().peers()) {
+    restarts += peer.attempt;
+  }
+  return restarts;
+}
+
 std::string fixed(double v, int digits) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", digits, v);
@@ -112,7 +124,7 @@ void run_trainer(const JobData& data) {
   const auto self = task.router().node_id();
   const auto& p = data.params;
   auto& rpc = ditask::rpc();
-  const auto lock_server = layout.lock_servers.front();
+  LockClient lock_server(layout.lock_servers.front(), self, std::chrono::seconds(120));
   std::mt19937_64 rng(p.seed * 7919u + static_cast<std::uint64_t>(self));
   if (leader) {
     const auto base = degree_baseline(data.split.test, data.parts, data.split.buckets, p.candidates, p.eval_edges, p.seed + 7);
@@ -130,12 +142,7 @@ void run_trainer(const JobData& data) {
     BucketStats mine;
     std::vector<ditask::Future<void>> pushes;
     for (;;) {
-      nlohmann::json grant;
-      try {
-        grant = rpc.call<nlohmann::json>(lock_server, kAcquire, self);
-      } catch (const ditask::RpcError& e) {
-        throw std::runtime_error(std::string("the lock server is gone: ") + e.what());
-      }
+      const nlohmann::json grant = lock_server.acquire(epoch);
       if (!grant.contains("lhs")) {
         if (grant.value("done", false)) {
           break;
@@ -160,7 +167,7 @@ void run_trainer(const JobData& data) {
           rpc.call<void>(layout.partition_server_of(rhs), kPut, rhs, tables.rhs.to_bytes());
         }
         put_l.get();
-        rpc.call<void>(lock_server, kRelease, self, lhs, rhs);
+        lock_server.release(lhs, rhs);
       } catch (const ditask::RpcError& e) {
         if (!server_gone(e)) {
           throw;
@@ -170,7 +177,7 @@ void run_trainer(const JobData& data) {
         std::cout << "biggraph: trainer " << self << ": bucket (" << lhs << ", " << rhs << ") abandoned: " << e.reason()
                   << std::endl;
         ++lost_buckets;
-        rpc.call<void>(lock_server, kAbandon, self);
+        lock_server.abandon();
         wait_for_return(e.node(), std::chrono::seconds(120));  // then ask again
       }
     }
@@ -187,7 +194,7 @@ void run_trainer(const JobData& data) {
     // Every trainer's counts, summed: edges, loss, and edges per second per trainer.
     const auto sums = group.all_reduce({static_cast<double>(mine.edges), mine.loss, static_cast<double>(mine.edges) / std::max(seconds, 1e-9)});
     if (leader) {
-      rpc.call<void>(lock_server, kNextEpoch);
+      lock_server.next_epoch(epoch + 1);
       last = evaluate_now(layout, data);
       const double per_trainer = sums[2] / static_cast<double>(group.size());
       rate_sum += per_trainer;
@@ -202,7 +209,7 @@ void run_trainer(const JobData& data) {
     std::cout << "RESULT trainers=" << group.size() << " mrr=" << fixed(last.mrr, 4) << " hits10=" << fixed(last.hits10, 4)
               << " baseline_mrr=" << fixed(base.mrr, 4) << " baseline_hits10=" << fixed(base.hits10, 4)
               << " edges_per_s_per_trainer=" << static_cast<long long>(rate_sum / std::max(p.epochs, 1))
-              << " abandoned=" << lost_buckets << std::endl;
+              << " abandoned=" << lost_buckets << " restarts=" << job_restarts() << std::endl;
     task.emit_remote(kShutdown);
   } else if (lost_buckets > 0) {
     std::cout << "biggraph: trainer " << self << " abandoned " << lost_buckets << " bucket(s)" << std::endl;

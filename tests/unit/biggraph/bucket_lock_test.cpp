@@ -56,6 +56,20 @@ TEST_CASE("bucket lock: buckets never share a held partition, each once per epoc
   CHECK(lock.remaining() == 9);
 }
 
+TEST_CASE("bucket lock: a restarted lock server resumes at the trainers' epoch, every bucket pending",
+          "[biggraph][unit]") {
+  BucketLock lock(2);
+  lock.resume_at(3);
+  CHECK(lock.epoch() == 3);
+  CHECK(lock.remaining() == 4);
+  auto g = lock.acquire(1);
+  REQUIRE(g.bucket);
+  CHECK_THROWS_AS(lock.resume_at(4), std::logic_error);  // too late: a bucket was handed out
+  lock.release(1, *g.bucket);
+  CHECK_THROWS_AS(lock.resume_at(4), std::logic_error);
+  CHECK(lock.epoch() == 3);
+}
+
 TEST_CASE("bucket lock: 4 trainers on 4 partitions, 3 epochs, concurrently: no partition held twice, every bucket once",
           "[biggraph][unit]") {
   constexpr int kPartitions = 4, kTrainers = 4, kEpochs = 3;
