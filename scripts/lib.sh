@@ -127,6 +127,24 @@ ctest_note() {
   fi
 }
 
+# Prints "  STAGE: TEST: REASON" for each test a ctest run skipped: the names from its console
+# log CTEST_LOG ("The following tests did not run"), each reason the first line of the test's own
+# output (BUILD_DIR/Testing/Temporary/LastTest.log) that says SKIPPED or "[ditask test skipped]".
+skipped_tests() {  # skipped_tests STAGE BUILD_DIR CTEST_LOG
+  local stage=$1 dir=$2 log=$3 name reason
+  [[ -f $log ]] || return 0
+  sed -n '/The following tests did not run:/,/^$/p' "$log" | sed -nE 's/^[[:space:]]+[0-9]+ - (.*) \(Skipped\)$/\1/p' |
+    while IFS= read -r name; do
+      reason=$(awk -v name="$name" '
+        /^[0-9]+\/[0-9]+ Test: / { line = $0; sub(/^[0-9]+\/[0-9]+ Test: /, "", line); inside = (line == name); out = 0; next }
+        inside && /^Output:$/ { out = 1; next }
+        /^<end of output>$/ { out = 0 }
+        inside && out && /SKIPPED|\[ditask test skipped\]/ { sub(/^.*(SKIPPED:?|\[ditask test skipped\]) */, ""); print; exit }
+      ' "$dir/Testing/Temporary/LastTest.log" 2>/dev/null)
+      echo "  $stage: $name: ${reason:-no reason printed}"
+    done
+}
+
 _apt_install() {
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"

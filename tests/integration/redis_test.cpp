@@ -139,6 +139,33 @@ TEST_CASE("redis: Redis restarted mid-run: every event is delivered or counted l
   }
 }
 
+TEST_CASE("redis: a presence key left by a process that is gone is never taken for a live peer",
+          "[redis][integration]") {
+  // A worker of an earlier run with the same run id, killed before it could delete its key (its
+  // launcher's fail-fast, a crash): the key outlives it by up to its 15 s TTL. A peer that took
+  // it for node 0 would be ready without the real one, and send node 0's events (its finish) to a
+  // process that is gone: the real node 0 would wait for them for ever.
+  RedisServer redis;
+  CHECK(redis.ask(R"(SET ditask:stale:p:0 "{\"node\":0,\"attempt\":7,\"instance\":12345,\"labels\":[\"node.0\"],)"
+                  R"(\"world\":3,\"topics\":null,\"iv\":0}" PX 15000)") == "OK");
+  const std::vector<std::string> over = {"--mq-type", "redis", "--redis-port", redis.port_text(), "--run-id", "stale",
+                                         "--world-size", "3", "--log-level", "info"};
+  auto with = [&over](std::vector<std::string> more) {
+    more.insert(more.end(), over.begin(), over.end());
+    return more;
+  };
+  DitaskProcess b;  // nodes 1 and 2 first: the key is all they could find of node 0
+  b.start(mesh_args("finish_chain", 2, with({"--node-ids", "1,2"})));
+  auto a = run_ditask(mesh_args("finish_chain", 1, with({})), 60s);
+  auto rb = b.wait(60s);
+  INFO("launcher A:\n" << describe(a) << "\nlauncher B:\n" << describe(rb));
+  CHECK(a.exit_code == 0);
+  CHECK(rb.exit_code == 0);
+  CHECK(lines_with(rb.err, "node 0 joined (attempt 7)").empty());
+  CHECK(lines_with(rb.err, "node 0 joined (attempt 0)").size() == 2);
+  CHECK(result_of(a.out, 0) == "node=0 finish_from=1 reason=ok arg=true");
+}
+
 TEST_CASE("redis: a wrong password fails the job at once with Redis's refusal, the right one works",
           "[redis][integration][bad-input]") {
   RedisServer redis("right-password");

@@ -53,6 +53,12 @@ cleanup() {
 trap cleanup EXIT
 
 ip netns add "${tag}probe" 2>/dev/null || skip "ip netns add failed (no permission for network namespaces here)"
+# exec makes a mount namespace and remounts / as a slave: not possible in a chroot (where / is no
+# mount point) or an unprivileged container.
+if ! said="$(ip netns exec "${tag}probe" true 2>&1)"; then
+  ip netns del "${tag}probe"
+  skip "ip netns exec fails here (${said%%$'\n'*}): a chroot or a container without mount namespaces"
+fi
 ip netns del "${tag}probe"
 
 # The subnet: covered by nothing but the default route, so the guard below cannot cut off a

@@ -37,7 +37,8 @@ rm -rf "$work"
 mkdir -p "$work"
 cluster="$work/cluster"
 if ! "$root/scripts/slurm/slurm_local.sh" start "$cluster" >"$work/start.log" 2>&1; then
-  echo "slurm_test: SKIPPED: the private Slurm cluster cannot start here:"
+  # The reason on the SKIPPED line itself (scripts/test.sh lists it), the whole log below it.
+  echo "slurm_test: SKIPPED: the private Slurm cluster cannot start here: $(grep -v '^[[:space:]]*$' "$work/start.log" | tail -n 1)"
   sed 's/^/  | /' "$work/start.log"
   "$root/scripts/slurm/slurm_local.sh" stop "$cluster" >/dev/null 2>&1
   exit 77

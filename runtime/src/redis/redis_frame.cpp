@@ -53,7 +53,7 @@ std::optional<FrameView> decode_frame(std::span<const std::uint8_t> bytes) {
     return std::nullopt;
   }
   const std::uint8_t* at = bytes.data();
-  if (at[0] < 1 || at[0] > 5 || at[1] > 1) {
+  if (at[0] < 1 || at[0] > 6 || at[1] > 1) {
     return std::nullopt;
   }
   const std::size_t topic_size = at[34] | (static_cast<std::size_t>(at[35]) << 8);

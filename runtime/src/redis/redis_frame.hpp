@@ -25,6 +25,8 @@ enum class FrameKind : std::uint8_t {
               ///< to `seq` of the stream its sender process `to` numbered for it
   refuse = 5, ///< the sender refuses process `to` for good (another --world-size); the payload
               ///< is why, in the receiver's words
+  hello = 6,  ///< the sender's answer to process `to`'s hello: the payload is the sender's own
+              ///< hello (so a process learns of the live peers that were there before it)
 };
 
 /// A message as read. `topic` and `payload` point into the bytes it was read from.

@@ -38,11 +38,11 @@ void RedisTransport::on_control(const redisReply* r) {
   if (kind == "subscribe") {
     subscribed_one();
   } else if (kind == "message") {
-    on_hello_text(std::string_view(r->element[2]->str, r->element[2]->len));
+    on_hello_text(std::string_view(r->element[2]->str, r->element[2]->len), true);
   }
 }
 
-void RedisTransport::on_hello_text(std::string_view text) {
+void RedisTransport::on_hello_text(std::string_view text, bool answer) {
   PresenceMessage m;
   try {
     m = parse_presence(text);
@@ -53,8 +53,16 @@ void RedisTransport::on_hello_text(std::string_view text) {
   if (m.notice) {
     on_interest(m.peer.node, m.peer.instance, std::move(m.interest));
   } else {
-    on_hello(m.peer, std::move(m.interest));
+    on_hello(m.peer, std::move(m.interest), answer);
   }
+}
+
+void RedisTransport::queue_answer_locked(const PeerRecord& peer) {
+  const std::string hello = hello_text_locked();
+  Outgoing out{channel_of(peer.node), {}, Outgoing::Kind::control};
+  encode_frame(out.frame, FrameKind::hello, false, settings_.node_id, instance_, peer.instance, 0, {},
+               std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(hello.data()), hello.size()));
+  queue_control_locked(std::move(out));
 }
 
 void RedisTransport::on_interest(std::int64_t node, std::uint64_t instance, PeerInterest interest) {
@@ -63,8 +71,8 @@ void RedisTransport::on_interest(std::int64_t node, std::uint64_t instance, Peer
     e->slot.interest.offer(interest.version, std::move(interest.names));
     return;
   }
-  // Not joined here yet: the notice came on the subscription before the presence key this node
-  // read (on the other connection, maybe before the change) made it join. Kept for the join.
+  // Not joined here yet: the notice came before the hello (or the answer) that makes it join.
+  // Kept for the join.
   auto& kept = early_interest_[node];
   if (kept.first != instance) {
     kept = {instance, PeerInterest{}};
@@ -72,11 +80,11 @@ void RedisTransport::on_interest(std::int64_t node, std::uint64_t instance, Peer
   kept.second.offer(interest.version, std::move(interest.names));
 }
 
-void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
+void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest, bool answer) {
   if (const auto own = own_world_size(); own > 0 && peer.world_size > 0 && peer.world_size != own) {
     // Same run id, another job size: the peer is never joined, and is told (on its channel,
-    // addressed to its process). This node fails when a live peer tells it the same: a
-    // presence key left by an ended process of another run says nothing back.
+    // addressed to its process). A hello is a live process's (heard now, or its answer), so
+    // the job is misconfigured: this node's start fails as well, whichever side heard first.
     const std::string why = "node " + std::to_string(peer.node) + " (attempt " + std::to_string(peer.attempt) +
                             ") belongs to a job of " + std::to_string(peer.world_size) +
                             " workers (--world-size), this node to one of " + std::to_string(own);
@@ -84,8 +92,7 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
       return;
     }
     DITASK_LOG(error, "redis") << "refusing node " << peer.node << ": " << why;
-    // The peer hears it on its own channel, even if this node ends before it reads this
-    // node's presence key.
+    // The peer hears it on its own channel, even if it never heard this node's hello.
     const std::string theirs = "node " + std::to_string(settings_.node_id) + " (attempt " +
                                std::to_string(settings_.attempt) + ") belongs to a job of " + std::to_string(own) +
                                " workers (--world-size), this node to one of " + std::to_string(peer.world_size);
@@ -96,7 +103,11 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
       std::lock_guard lock(mutex_);
       queue_control_locked(std::move(refusal));
       post_flush_locked();
+      if (job_error_.empty()) {
+        job_error_ = why;
+      }
     }
+    changed_.notify_all();
     return;
   }
   if (peer.node == settings_.node_id) {
@@ -112,11 +123,19 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
     if (const auto* j = peers_.joined(peer.node)) {
       if (j->record.instance == peer.instance) {
         auto* e = peers_.find_node(peer.node);
-        if (e != nullptr) {
-          // A presence key read before the peer's last change may come after that change's notice.
-          e->slot.interest.offer(interest.version, std::move(interest.names));
+        if (e == nullptr) {
+          return;
         }
-        if (e != nullptr && !e->slot.confirmed) {
+        // An older hello (an answer sent before the peer's last change) may come after that
+        // change's notice: the newest change wins.
+        e->slot.interest.offer(interest.version, std::move(interest.names));
+        if (answer) {
+          // Said again: it reconnected (its own connection may have dropped alone). It hears
+          // this node again, and how many events were sent to it (the sync): what its
+          // subscription missed meanwhile is counted, not left for the next event to show.
+          queue_answer_locked(peer);
+        }
+        if (!e->slot.confirmed || answer) {
           e->slot.confirmed = true;  // back after a reconnect: what waited for it goes now
           Outgoing sync{channel_of(peer.node), {}, Outgoing::Kind::control};
           encode_frame(sync.frame, FrameKind::sync, false, settings_.node_id, instance_, peer.instance,
@@ -144,6 +163,10 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest) {
   {
     std::lock_guard lock(mutex_);
     auto join = peers_.join(peer, peer.instance, "");
+    if (answer) {
+      queue_answer_locked(peer);  // before anything else this node sends it
+      post_flush_locked();
+    }
     Slot& slot = join.expected->slot;
     slot.sent_seq = 0;  // a new process counts from 1
     slot.window.clear();
@@ -201,7 +224,8 @@ void RedisTransport::flush_backlog_locked(std::int64_t node, std::uint64_t to, S
 }
 
 void RedisTransport::release_early_events() {
-  // Once the scan is done every present peer is known: what came from a stranger goes now.
+  // Once this node is announced, a peer's answer comes before any event it sends: what came
+  // from a process still unknown goes now, with what is known of its sender.
   for (auto& [node, in] : incoming_) {
     for (auto& e : in.early) {
       if (!e.meta) {
@@ -268,6 +292,10 @@ void RedisTransport::on_message(const redisReply* r) {
   }
   if (frame->kind == FrameKind::read) {
     on_read_notice(*frame);
+    return;
+  }
+  if (frame->kind == FrameKind::hello) {
+    on_hello_text(std::string_view(reinterpret_cast<const char*>(frame->payload.data()), frame->payload.size()), false);
     return;
   }
   if (frame->kind == FrameKind::refuse) {
@@ -427,7 +455,7 @@ void RedisTransport::deliver(Incoming& in, const FrameView& frame, std::size_t b
   e.meta = in.meta;
   in.delivered = frame.seq;
   if (!e.meta) {
-    if (in.early.size() < kEarlyKept && !scanned_) {
+    if (in.early.size() < kEarlyKept && !announced_) {
       in.early.push_back(std::move(e));
       return;
     }

@@ -107,8 +107,8 @@ void RedisTransport::set_interest(std::optional<std::set<std::string>> names) {
       return;
     }
     interest_.offer(interest_.version + 1, std::move(names));
-    // The presence key first (for peers that read it later), then the notice (for those
-    // subscribed now): a peer either reads the new key or gets the notice.
+    // The notice reaches the peers joined now; a later one gets this node's answer to its hello,
+    // which carries the interest then. The presence key is kept current for operators.
     const std::string hello = hello_text_locked();
     Outgoing key{presence_key(settings_.node_id), {hello.begin(), hello.end()}, Outgoing::Kind::presence};
     const std::string text = interest_notice_text(settings_.node_id, instance_, interest_);
@@ -241,59 +241,24 @@ void RedisTransport::subscribed_one() {
 
 void RedisTransport::announce() {
   const std::lock_guard guard(pub_guard_);
-  // Subscribed first, announced after: a peer that sees this node can publish to it at once.
+  // Subscribed first, announced after: a peer that hears this hello can publish to this node at
+  // once. Every live peer answers it on this node's channel (on_hello), so the peers that were
+  // there before are known by their answers: a presence key is never taken for a live process
+  // (it outlives a killed one by up to its TTL).
+  const auto gen = generation_;
   const std::string hello = hello_text();
   pub_->command({"SET", presence_key(settings_.node_id), hello, "PX", std::to_string(kPresenceTtl / std::chrono::milliseconds(1))},
                 [](redisReply*) {});
-  pub_->command({"PUBLISH", control_channel_, hello}, [](redisReply*) {});
-  scanned_ = false;
-  scan("0");
-}
-
-void RedisTransport::scan(const std::string& cursor) {
-  const std::lock_guard guard(pub_guard_);
-  const auto gen = generation_;
-  pub_->command({"SCAN", cursor, "MATCH", server_.scope + ":p:*", "COUNT", "1000"}, [this, gen](redisReply* r) {
-    if (gen != generation_ || r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-      return;
+  pub_->command({"PUBLISH", control_channel_, hello}, [this, gen](redisReply* r) {
+    if (gen == generation_ && r != nullptr) {
+      link_up();
     }
-    const std::string next(r->element[0]->str, r->element[0]->len);
-    std::vector<std::string> mget = {"MGET"};
-    const redisReply* keys = r->element[1];
-    for (std::size_t i = 0; i < keys->elements; ++i) {
-      std::string key(keys->element[i]->str, keys->element[i]->len);
-      if (key != presence_key(settings_.node_id)) {
-        mget.push_back(std::move(key));
-      }
-    }
-    if (mget.size() > 1) {
-      pub_->command(mget, [this, gen](redisReply* values) {
-        if (gen != generation_ || values == nullptr || values->type != REDIS_REPLY_ARRAY) {
-          return;
-        }
-        for (std::size_t i = 0; i < values->elements; ++i) {
-          if (values->element[i]->type == REDIS_REPLY_STRING) {
-            on_hello_text(std::string_view(values->element[i]->str, values->element[i]->len));
-          }
-        }
-      });
-    }
-    if (next != "0") {
-      scan(next);
-      return;
-    }
-    // The last page: once its MGET is answered (replies keep their order), the link is up.
-    pub_->command({"PING"}, [this, gen](redisReply* pong) {
-      if (gen == generation_ && pong != nullptr) {
-        link_up();
-      }
-    });
   });
 }
 
 void RedisTransport::link_up() {
   const std::lock_guard guard(pub_guard_);
-  scanned_ = true;
+  announced_ = true;
   // From now on the command client's replies only count (PUBLISH): read them in batches.
   pub_->set_read_pause(kReplyPause);
   backoff_ = std::chrono::milliseconds(0);

@@ -131,9 +131,8 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   // SUBSCRIBEs on the other.
   void login(RedisClient& client, bool commands);
   void subscribed_one();
-  // SET the presence key, PUBLISH the hello, SCAN for the peers present.
+  // SET the presence key and PUBLISH the hello; the link is up once Redis has it.
   void announce();
-  void scan(const std::string& cursor);
   void link_up();
   void retry_later();
   // Every second: refresh the presence key, check each peer still listens.
@@ -153,9 +152,13 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void notices_soon(bool now);
   // A receiver's FrameKind::read: its window opens.
   void on_read_notice(const FrameView& frame);
-  void on_hello_text(std::string_view text);
+  // A hello (or an interest notice) as text; `answer`: it was heard on the control channel, so
+  // this node answers it with its own hello on the sender's channel (an answer is not answered).
+  void on_hello_text(std::string_view text, bool answer);
   // A hello; its interest counts unless a newer one of the same process came first.
-  void on_hello(const PeerRecord& peer, PeerInterest interest);
+  void on_hello(const PeerRecord& peer, PeerInterest interest, bool answer);
+  // Queues this node's hello for `peer`'s process, on its channel. Caller holds mutex_.
+  void queue_answer_locked(const PeerRecord& peer);
   // A peer's new interest (set_interest on its side), unless a newer one came first.
   void on_interest(std::int64_t node, std::uint64_t instance, PeerInterest interest);
   // True when a peer whose interest is `interest` handles event `name` (a runtime event always).
@@ -217,7 +220,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   std::uint64_t generation_ = 0;          // io thread: one per connection attempt; older reports are stale
   int clients_up_ = 0;                    // io thread
   bool pub_ready_ = false;                // io thread: logged in (and SELECTed)
-  bool scanned_ = false;                  // io thread: the peers present were read since the last connect
+  bool announced_ = false;                // io thread: this node's hello reached Redis since the last connect
   int subscriptions_confirmed_ = 0;       // io thread
   bool lost_logged_ = false;              // io thread: this outage was reported
   std::map<std::int64_t, Incoming> incoming_;  // io thread: by sender node
