@@ -54,11 +54,20 @@ struct ChaosSender {
 constexpr std::int64_t kChaosReceivers = 3;
 constexpr std::int64_t kChaosStreaming = 1000;  // ticks an incarnation handles before it says STREAMING
 
-void chaos_receive(ditask::Task& task, const std::string& dir) {
-  ChaosRecord* record = map_chaos_record(dir + "/node" + std::to_string(node_id()) + ".attempt" + std::to_string(attempt()));
+// A receiver's state: made before the task starts, so it outlives the handlers (the task stops
+// when the entry's `running` goes, after the entry's own locals).
+struct ChaosReceiver {
+  ChaosRecord* record = nullptr;
   std::mutex mutex;  // handlers may run on more than one thread
   Shared<bool> ended;
-  task.on("tick", [&](std::int64_t number) {
+};
+
+void chaos_receive(ditask::Task& task, const std::string& dir, ChaosReceiver& self) {
+  self.record = map_chaos_record(dir + "/node" + std::to_string(node_id()) + ".attempt" + std::to_string(attempt()));
+  ChaosRecord* record = self.record;
+  std::mutex& mutex = self.mutex;
+  Shared<bool>& ended = self.ended;
+  task.on("tick", [&task, record, &mutex](std::int64_t number) {
     bool streaming = false;
     {
       // A SIGKILL may come between any two of these stores: they are made in an order (kept by
@@ -81,7 +90,7 @@ void chaos_receive(ditask::Task& task, const std::string& dir) {
       say("STREAMING", "attempt=" + std::to_string(attempt()) + " pid=" + std::to_string(::getpid()));
     }
   });
-  task.on("end", [&](std::int64_t total) {
+  task.on("end", [&task, record, &mutex, &ended](std::int64_t total) {
     {
       std::lock_guard lock(mutex);
       record->lost = static_cast<std::int64_t>(task.router().stats().lost);
@@ -113,12 +122,13 @@ DITASK_MAIN(chaos_stream) {
   if (dir.empty()) {
     throw std::invalid_argument("chaos_stream: give dir=<folder>");
   }
+  ChaosReceiver receiver;
+  Shared<ChaosSender> state;
   auto running = task.start();
   if (node_id() != 0) {
-    chaos_receive(task, dir);
+    chaos_receive(task, dir, receiver);
     return;
   }
-  Shared<ChaosSender> state;
   task.on(ditask::events::peer_left, [&state](const ditask::Kwargs& peer) {
     state.update([&](ChaosSender& s) {
       s.left_lost[peer.get<std::int64_t>("node_id")] += peer.get<std::uint64_t>("lost");
