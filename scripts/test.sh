@@ -164,8 +164,10 @@ done
 # need (a namespace, a Slurm daemon, root), with the reason each printed.
 skipped=""
 for stage in debug asan tsan; do
-  log=$(ls "$DITASK_LOG_DIR"/[0-9][0-9]-"$stage"-ctest*.log 2>/dev/null | tail -n 1)
-  [[ -n "$log" ]] && skipped+=$(skipped_tests "$stage" "build/$stage" "$log")$'\n'
+  log=$(ls "$DITASK_LOG_DIR"/[0-9][0-9]-"$stage"-ctest*.log 2>/dev/null | tail -n 1 || true)
+  if [[ -n "$log" ]]; then
+    skipped+=$(skipped_tests "$stage" "build/$stage" "$log")$'\n'
+  fi
 done
 skipped=$(grep -v '^$' <<<"$skipped" || true)
 _timer_report
