@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Fails when a layer includes what it must not (DESIGN.md "Layers"): runtime/ never includes the
+# Fails when a layer includes what it must not (docs/design.md "Layout"): runtime/ never includes the
 # launcher, Boost.Process or CLI11; plugins/ use only the public runtime headers; launcher/ never
 # includes CLI11.
 set -u

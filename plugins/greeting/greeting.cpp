@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The example of DESIGN.md: node 0 listens for "greeting", the other nodes send one.
+// The greeting example (README, docs/runtime.md): node 0 listens for "greeting", the other nodes send one.
 #include <cstdint>
 #include <iostream>
 #include <string>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Signals in a worker (DESIGN.md "Environment contract"): SIGUSR1/SIGUSR2 (Slurm's "time is
+// Signals in a worker (docs/launcher.md "Signals"): SIGUSR1/SIGUSR2 (Slurm's "time is
 // nearly up") never kill, they become the local events "SIGUSR1"/"SIGUSR2"; SIGTERM keeps its
 // default meaning unless the module asked for it with a handler of the local event "SIGTERM":
 // then it becomes that event and sets finish() (run() ends after its step), so the module can stop

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The environment contract each worker gets (DESIGN.md, "Environment contract"), read back by the
+// The environment contract each worker gets (docs/launcher.md, "Environment contract"), read back by the
 // echo_env module, and what workers inherit from the launcher's environment.
 #include <cstdlib>
 #include <set>

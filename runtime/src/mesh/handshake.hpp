@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The hello / auth / welcome exchange of one link, as a state machine without sockets: the
 // mesh feeds it the frames that arrive and does what it answers (send a proof, check the peer
-// table and accept, refuse, close). DESIGN.md "Wire protocol".
+// table and accept, refuse, close). docs/mesh.md "Wire format".
 #pragma once
 
 #include <cstdint>

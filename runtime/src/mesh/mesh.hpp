@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The mesh of one worker: its listening socket, the links to its peers, readiness, sending and
-// receiving task events. DESIGN.md "Topology and addressing", "Wire protocol", "Threading".
+// receiving task events. docs/mesh.md "Who connects to whom", "Wire format"; docs/design.md "Threading in a worker".
 #pragma once
 
 #include <chrono>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Who a worker expects and who joined, for any transport (the mesh today, Redis next): readiness,
 // the peers an event is routed to, restarts against duplicates, the events held for a peer that
-// has not joined yet, and the membership notices. DESIGN.md "Layers".
+// has not joined yet, and the membership notices. docs/design.md "Layout".
 #pragma once
 
 #include <algorithm>

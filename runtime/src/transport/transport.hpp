@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The seam between the task layer and the network: what a transport (the mesh today, Redis next)
-// offers a worker's task. DESIGN.md "Layers".
+// offers a worker's task. docs/design.md "Layout".
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Every example config in configs/ must load and resolve (STYLE.md §13).
+// Every example config in configs/ must load and resolve: a shipped example never rots.
 #include <algorithm>
 #include <filesystem>
 #include <string>

@@ -18,7 +18,7 @@
 
 namespace ditask {
 
-/// What worker mode reads from the environment contract (DESIGN.md, "Environment contract").
+/// What worker mode reads from the environment contract (docs/launcher.md, "Environment contract").
 struct WorkerEnv {
   std::int64_t node_id = 0;                ///< DITASK_NODE_ID (required)
   std::int64_t local_id = 0;               ///< DITASK_LOCAL_ID
