@@ -38,7 +38,9 @@ if(DITASK_SANITIZE)
   endif()
 endif()
 
-# Boost header-only setup verified for 1.81 (../shared/reference/toolchain.md §1).
+# Boost 1.81 header-only: Process v2 compiled once (process_v2_impl.cpp), std::filesystem for
+# Process and DLL, and no pidfd backend (its wait can block the io_context in waitpid until the
+# child exits, boostorg/process#564; the SIGCHLD backend does not).
 add_library(ditask_boost INTERFACE)
 add_library(ditask::boost ALIAS ditask_boost)
 target_link_libraries(ditask_boost INTERFACE Boost::headers Threads::Threads)

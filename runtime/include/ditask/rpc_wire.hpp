@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -28,11 +30,27 @@ namespace detail {
 
 // ---- the caller's side (implemented in the runtime) ----
 
-/// A call being made: its state, and its id on the wire (0 when it failed before it was sent).
+/// A call being made: its state, its id on the wire (0 when it failed before it was sent), and
+/// the call context a library sends with it (CallContextHooks; empty when none).
 struct OutgoingCall {
   std::shared_ptr<CallState> state;
   std::uint64_t id = 0;
+  std::vector<std::uint8_t> context;
 };
+
+/// A library's context that travels with each remote call made on a thread and is current on
+/// the callee while it serves the call (the distributed autograd context of ditask::torch).
+struct CallContextHooks {
+  /// On the calling thread, as a call to node `to` is made: the bytes to send with it (empty:
+  /// none). Must not throw.
+  std::function<std::vector<std::uint8_t>(std::int64_t to)> capture;
+  /// On the serving thread, before the call's arguments convert: what capture() gave, and the
+  /// caller. Must not throw.
+  std::function<void(std::span<const std::uint8_t> context, std::int64_t caller)> restore;
+};
+/// Sets this process's hooks (one library's; a later call replaces them). Call it before any
+/// call is made or served (as a library loads).
+DITASK_API void set_call_context_hooks(CallContextHooks hooks);
 /// Starts a call on `to` (the function and object travel in its payload); `display` names it in
 /// errors. Fails the state at once when the callee is not connected or the task stopped.
 DITASK_API OutgoingCall begin_call(const Callee& to, std::string_view display);
@@ -53,10 +71,11 @@ Future<R> make_call(const Callee& to, std::uint64_t object, std::string_view fun
     try {
       if constexpr ((is_packable_v<A> && ...)) {
         auto& wire = pack_buffer();
-        pack_event(wire, call.id, function, object, args...);
+        pack_event(wire, call.id, function, object, call.context, args...);
         send_call_packed(call, wire);
       } else {
-        send_call_args(call, EventArgs::from(call.id, std::string(function), object, std::forward<A>(args)...));
+        send_call_args(call, EventArgs::from(call.id, std::string(function), object, call.context,
+                                             std::forward<A>(args)...));
       }
     } catch (...) {
       abort_call(call, std::current_exception());
@@ -69,6 +88,13 @@ Future<R> make_call(const Callee& to, std::uint64_t object, std::string_view fun
 
 /// The id of the call this thread serves now (its reply's header).
 DITASK_API std::uint64_t serving_call_id() noexcept;
+/// The node the call or answer whose arguments this thread encodes now goes to (a library's
+/// value types record it, as RRefs do), or -2 while none is being encoded.
+DITASK_API std::int64_t encoding_destination() noexcept;
+/// What a library ties to the call this thread serves (the distributed autograd context its
+/// arguments came in): set while the arguments convert, dropped by the runtime once the call's
+/// answer was sent. Empty on a thread that serves no call. Thread: this thread's own.
+DITASK_API std::shared_ptr<void>& served_call_state() noexcept;
 /// The object a method call runs on (set while a method runs).
 DITASK_API void* serving_object() noexcept;
 /// Marks that the arguments converted and the function itself runs: what it throws from now on

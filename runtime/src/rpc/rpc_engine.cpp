@@ -169,6 +169,7 @@ OutgoingCall RpcEngine::begin(const Callee& to, std::string_view display) {
     service_wake_.notify_one();
   }
   set_rref_destination(node);  // for RRefs among the arguments, until send()
+  call.context = capture_call_context(node);
   return call;
 }
 

@@ -175,6 +175,10 @@ std::chrono::milliseconds rpc_default_timeout() noexcept;
 inline constexpr std::int64_t kNoDestination = -2;
 std::int64_t rref_destination() noexcept;
 void set_rref_destination(std::int64_t node) noexcept;
+/// The call context a library's hooks give for a call to `to` (empty without hooks).
+std::vector<std::uint8_t> capture_call_context(std::int64_t to);
+/// Hands a served call's context to the library's hooks (nothing for an empty one).
+void restore_call_context(const std::vector<std::uint8_t>& context, std::int64_t caller);
 /// The caller of the call this thread serves (where its result's RRefs go), or kNoDestination.
 std::int64_t serving_destination() noexcept;
 

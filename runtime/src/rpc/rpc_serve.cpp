@@ -43,6 +43,7 @@ std::string hint_of(std::exception_ptr error) {
 }
 
 thread_local void* t_call = nullptr;  // RpcEngine::Served* (private type)
+thread_local std::shared_ptr<void> t_call_state;  // served_call_state()
 }  // namespace
 
 std::unique_ptr<RpcEngine::Served> RpcEngine::admit_call(RemoteEvent&& e) {
@@ -142,6 +143,7 @@ void RpcEngine::serve_and_delete(Served* call, bool last) {
 void RpcEngine::serve(Served& call, bool last) {
   t_engine = this;
   t_call = &call;
+  t_call_state.reset();
   set_rref_destination(call.caller);  // RRefs in the result go to the caller
   if (last) {
     grant_inline_write();  // the answer is written here; with more calls queued, the io thread batches
@@ -172,12 +174,13 @@ void RpcEngine::serve(Served& call, bool last) {
       reply_error(call.caller, h.id, RpcError::Kind::unknown_function, "no " + what + " on " + where, hint);
     } else {
       const EventMeta& meta = *call.event.meta;
+      restore_call_context(h.context, call.caller);  // current while the arguments convert and it runs
       bool done = false;
       if (call.event.packed && call.entry->handlers.packed) {
-        done = call.entry->handlers.packed(rpc_wire::args_after(call.event, 3), meta);
+        done = call.entry->handlers.packed(rpc_wire::args_after(call.event, rpc_wire::kCallHeaderValues), meta);
       }
       if (!done) {
-        call.entry->handlers.raw(rpc_wire::json_args_after(call.event, 3), meta);
+        call.entry->handlers.raw(rpc_wire::json_args_after(call.event, rpc_wire::kCallHeaderValues), meta);
       }
     }
   } catch (...) {
@@ -193,6 +196,7 @@ void RpcEngine::serve(Served& call, bool last) {
   }
   ++served_;
   set_rref_destination(kNoDestination);
+  t_call_state.reset();  // a library's state of this call ends with it
   t_call = nullptr;
   t_engine = nullptr;
 }
@@ -230,6 +234,10 @@ std::int64_t serving_destination() noexcept {
 }
 
 // ---- the serving helpers rpc.hpp's templates call ----
+
+std::shared_ptr<void>& served_call_state() noexcept { return t_call_state; }
+
+std::int64_t encoding_destination() noexcept { return rref_destination(); }
 
 std::uint64_t serving_call_id() noexcept {
   auto* call = static_cast<RpcEngine::Served*>(t_call);

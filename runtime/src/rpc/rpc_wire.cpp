@@ -2,6 +2,7 @@
 #include "rpc_wire.hpp"
 
 #include <type_traits>
+#include <vector>
 
 #include "../codec/envelope.hpp"
 
@@ -28,16 +29,32 @@ class HeaderReader {
       json_ = &e.args->args;
     }
   }
-  /// The next value as T (an unsigned integer or a string); false when it is not one.
+  /// The next value as T (an unsigned integer, a string or bytes); false when it is not one.
   template <class T>
   bool next(T& out) {
     if (json_ != nullptr) {
-      const bool fits = i_ < json_->size() &&
-                        (std::is_same_v<T, std::string> ? (*json_)[i_].is_string() : (*json_)[i_].is_number_unsigned());
-      if (fits) {
-        out = (*json_)[i_++].get<T>();
+      if (i_ >= json_->size()) {
+        return false;
       }
-      return fits;
+      const json& value = (*json_)[i_];
+      if constexpr (std::is_same_v<T, std::vector<std::uint8_t>>) {
+        if (!value.is_binary()) {
+          return false;
+        }
+        out.assign(value.get_binary().begin(), value.get_binary().end());
+      } else if constexpr (std::is_same_v<T, std::string>) {
+        if (!value.is_string()) {
+          return false;
+        }
+        out = value.get<T>();
+      } else {
+        if (!value.is_number_unsigned()) {
+          return false;
+        }
+        out = value.get<T>();
+      }
+      ++i_;
+      return true;
     }
     return i_++ < view_.count && unpack_value(p_, view_.end, out);
   }
@@ -53,7 +70,7 @@ class HeaderReader {
 
 bool read_call_header(const RemoteEvent& e, CallHeader& out) {
   HeaderReader r(e);
-  return r.next(out.id) && r.next(out.function) && r.next(out.object);
+  return r.next(out.id) && r.next(out.function) && r.next(out.object) && r.next(out.context);
 }
 
 bool read_reply_header(const RemoteEvent& e, ReplyHeader& out) {

@@ -2,7 +2,7 @@
 // How remote calls travel: three task-layer topics on the transport, each an ordinary event
 // payload whose first positional values are a header. docs/rpc.md "Wire". The names are short so
 // that a topic ("task.ditask.rr") needs no allocation of its own on either side.
-//   ditask.rc  a call   [id, function, object, arguments...] + named arguments
+//   ditask.rc  a call   [id, function, object, context, arguments...] + named arguments
 //   ditask.rr  a reply  [id, 0, result?]  or  [id, 1 + RpcError::Kind, message, hint]
 //   ditask.ro  handles  [op, object, token, node]  (docs/rpc.md "Lifetime")
 #pragma once
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../remote_event.hpp"
 #include "ditask/rpc_future.hpp"
@@ -42,7 +43,10 @@ struct CallHeader {
   std::uint64_t id = 0;
   std::string function;
   std::uint64_t object = 0;
+  std::vector<std::uint8_t> context;  ///< a library's call context (CallContextHooks), often empty
 };
+/// The header's values before a call's arguments.
+inline constexpr std::size_t kCallHeaderValues = 4;
 /// A reply's header.
 struct ReplyHeader {
   std::uint64_t id = 0;
