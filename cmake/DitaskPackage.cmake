@@ -82,6 +82,10 @@ libditask_launcher.a (ditask::Parallel::runner) and the CMake package, for
 find_package(ditask) and target_link_libraries(... ditask::runtime) or
 ditask::launcher, to build modules for the ditask launcher.")
 
+# The torch component (where it is built) stays out of the packages: it would need LibTorch's
+# 160 packages as dependencies, and dpkg-shlibdeps would have to look into ditask's own package
+# for libditask_runtime.so. Build from source for it (docs/building.md).
+set(CPACK_COMPONENTS_ALL runtime Unspecified development)
 include(CPack)
 cpack_add_component_group(ditask)
 cpack_add_component_group(dev)

@@ -29,11 +29,15 @@ DITASK_PACKAGES=(g++ cmake make libboost1.81-dev nlohmann-json3-dev libcli11-dev
 # and redis-server for `scripts/bench.sh redis`.
 DITASK_BENCH_PACKAGES=(libzmq3-dev redis-server)
 
+# LibTorch for the torch component (ditask::torch, the rnn example; docs/autograd.md): about
+# 120 MiB and 160 packages, so only scripts/test.sh and `scripts/demo.sh rnn` install it.
+DITASK_TORCH_PACKAGES=(libtorch-dev)
+
 # What only the tests need besides: a private Slurm (tests/slurm), network namespaces
 # (tests/netns), Ninja (scripts/test.sh's Debug builds), redis-server (each Redis test starts its
-# own), and the benchmarks' programs, which CI builds and smoke-runs.
+# own), the benchmarks' programs, which CI builds and smoke-runs, and LibTorch.
 # shellcheck disable=SC2034 # read by scripts/test.sh, which sources this file
-DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2 ninja-build "${DITASK_BENCH_PACKAGES[@]}")
+DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2 ninja-build "${DITASK_BENCH_PACKAGES[@]}" "${DITASK_TORCH_PACKAGES[@]}")
 
 # CMake uses ccache by itself when it is installed (CMakeLists.txt). These let ccache cache
 # translation units that use the precompiled headers instead of passing them through.

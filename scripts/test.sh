@@ -2,6 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The CI job (.ci/run runs this): installs the Debian packages when missing, then
 #   1. debug: Debug build with -Werror and every test (build/debug), ctest;
+#   1b. the torch component (LibTorch: ditask::torch, the rnn example) is built and tested in the
+#      debug stage (label torch) and built, installed and run from a user's project in the release
+#      stage; the sanitizer stages leave it out (-DDITASK_TORCH=OFF: LibTorch is not instrumented);
 #   2. asan: ASan+UBSan Debug build of the unit and integration tests (build/asan): the launcher
 #      and its workers run instrumented; ctest -L "unit|integration";
 #   3. tsan: ThreadSanitizer Debug build of the same tests (build/tsan), ctest -L
@@ -68,7 +71,7 @@ fi
 if stage asan; then
   step "asan: configure (build/asan, address,undefined)" \
     configure_debug_tree build/asan -DCMAKE_BUILD_TYPE=Debug "${DEBUG_INFO[@]}" -DDITASK_WERROR=ON -DBUILD_TESTING=ON \
-    -DDITASK_SANITIZE=address,undefined
+    -DDITASK_SANITIZE=address,undefined -DDITASK_TORCH=OFF
   step "asan: build ${SANITIZER_TARGETS[*]} (-j$JOBS)" \
     cmake --build build/asan -j "$JOBS" --target "${SANITIZER_TARGETS[@]}"
   STEP_TAIL=150 STEP_NOTE=ctest_note step "asan: ctest -L $SANITIZER_LABELS" \
@@ -80,7 +83,7 @@ fi
 if stage tsan; then
   step "tsan: configure (build/tsan, thread)" \
     configure_debug_tree build/tsan -DCMAKE_BUILD_TYPE=Debug "${DEBUG_INFO[@]}" -DDITASK_WERROR=ON -DBUILD_TESTING=ON \
-    -DDITASK_SANITIZE=thread
+    -DDITASK_SANITIZE=thread -DDITASK_TORCH=OFF
   step "tsan: build ${SANITIZER_TARGETS[*]} (-j$JOBS)" \
     cmake --build build/tsan -j "$JOBS" --target "${SANITIZER_TARGETS[@]}"
   # The launcher and its workers run instrumented; the first race a process sees fails it.

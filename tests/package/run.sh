@@ -146,5 +146,21 @@ for node in 0 1; do
     fail "ditask --package package_module.so: no line from node $node"
 done
 
+# The torch component, where the install has it: a module built against ditask::torch trains
+# across two workers of the installed launcher (distributed backward, gradient checked).
+torch_module="$(find "$project_build" -type f -name 'torch_module.so' -print -quit)"
+if [[ -f "$prefix/lib/cmake/ditask/ditaskTorchTargets.cmake" ]]; then
+  [[ -n "$torch_module" ]] || fail "the install has the torch component, but torch_module was not built"
+  echo "-- running $ditask --package $torch_module --parallel-workers 2"
+  rc=0
+  output="$("$ditask" --package "$torch_module" --parallel-workers 2 2>&1)" || rc=$?
+  echo "$output"
+  ((rc == 0)) || fail "ditask --package torch_module.so exited with $rc"
+  grep -q "^\[node 0\] torch_module: gradient 2x ok, contexts left 0$" <<<"$output" ||
+    fail "ditask --package torch_module.so: no 'gradient 2x ok' line from node 0"
+else
+  echo "-- no torch component in this install: torch_module not run"
+fi
+
 rm -rf "$work_dir"
 echo "package test passed"

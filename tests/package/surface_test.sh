@@ -30,10 +30,19 @@ compare() {  # compare <what> <allowed list> <actual file>
   fi
 }
 
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
+# The core's components (the torch component, where it is built, has its own list below).
+for component in Unspecified runtime development; do
+  cmake --install "$build" --prefix "$work/prefix" --component "$component" >/dev/null
+done
 (cd "$work/prefix/include" && find . -type f | sed 's|^\./||' | LC_ALL=C sort) >"$work/headers.txt"
 LC_ALL=C sort "$lists/headers.txt" >"$work/allowed_headers.txt"
 compare "installed headers" "$work/allowed_headers.txt" "$work/headers.txt"
+if [[ -f "$build/torch/cmake_install.cmake" ]]; then
+  cmake --install "$build" --prefix "$work/torch" --component torch >/dev/null
+  (cd "$work/torch/include" && find . -type f | sed 's|^\./||' | LC_ALL=C sort) >"$work/torch_headers.txt"
+  LC_ALL=C sort "$lists/headers_torch.txt" >"$work/allowed_torch_headers.txt"
+  compare "installed headers of the torch component" "$work/allowed_torch_headers.txt" "$work/torch_headers.txt"
+fi
 
 library="$(readlink -f "$build/lib/libditask_runtime.so")"
 nm -DC --defined-only "$library" | cut -d' ' -f3- | sed 's/(.*//' | LC_ALL=C sort -u >"$work/symbols.txt"
