@@ -61,6 +61,13 @@
 # Options as rpc (--runs, --rounds, --count, --timeout). Targets: rtt p50 <= 1.5x hiredis;
 # one-way rate >= 0.6x the pipelined baseline.
 #
+# autograd (scripts/bench_autograd.sh): the PyTorch RPC tutorial's distributed RNN iteration
+# (forward, distributed backward, optimizer step) between a trainer and a parameter server, beside
+# the same model in one process (LibTorch), the empty call's round trip and, when Debian's
+# python3-torch is installed, PyTorch's own run of the tutorial, all in the same run. Options:
+# --runs, --rounds (default 2000), --timeout. Needs the torch component (libtorch-dev). Targets:
+# p50 <= 1 ms; p50 <= 1.5x (local p50 + calls x rtt).
+#
 # rl: the RL examples' episodes and wall time to solve (scripts/bench_rl.sh; its own options).
 #
 # --no-build skips installing packages, configuring and building (the CTest smoke runs use it).
@@ -79,12 +86,13 @@ usage() {
     "[--fanout-count K] [--workers \"8 32\"] [--protocols \"tcp ipc\"] [--timeout S]" \
     "[--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh rpc [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
+  echo "       scripts/bench.sh autograd [--runs R] [--rounds N] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh redis [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   exit 2
 }
 
 MODE="${1:-}"
-[[ "$MODE" == launch || "$MODE" == mesh || "$MODE" == rpc || "$MODE" == redis ]] || usage
+[[ "$MODE" == launch || "$MODE" == mesh || "$MODE" == rpc || "$MODE" == redis || "$MODE" == autograd ]] || usage
 shift
 BUILD_DIR=build/release
 BUILD=1
@@ -96,6 +104,7 @@ else
   WORKERS=(8 32)
 fi
 ROUNDS=20000
+[[ $MODE == autograd ]] && ROUNDS=2000
 COUNT=1000000
 BIG_COUNT=2000
 FANOUT_COUNT=200000
@@ -107,12 +116,12 @@ while (($#)); do
     *:--workers) read -r -a WORKERS <<<"${2:?}"; shift 2 ;;
     *:--build-dir) BUILD_DIR="${2:?}"; shift 2 ;;
     *:--no-build) BUILD=0; shift ;;
-    mesh:--rounds | rpc:--rounds | redis:--rounds) ROUNDS="${2:?}"; shift 2 ;;
+    mesh:--rounds | rpc:--rounds | redis:--rounds | autograd:--rounds) ROUNDS="${2:?}"; shift 2 ;;
     mesh:--count | rpc:--count | redis:--count) COUNT="${2:?}"; shift 2 ;;
     mesh:--big-count) BIG_COUNT="${2:?}"; shift 2 ;;
     mesh:--fanout-count) FANOUT_COUNT="${2:?}"; shift 2 ;;
     mesh:--protocols) read -r -a PROTOCOLS <<<"${2:?}"; shift 2 ;;
-    mesh:--timeout | rpc:--timeout | redis:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
+    mesh:--timeout | rpc:--timeout | redis:--timeout | autograd:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -124,6 +133,8 @@ for p in "${PROTOCOLS[@]}"; do
 done
 
 timer_start "benchmark finished"
+TORCH_FLAGS=()
+[[ $MODE == autograd ]] && TORCH_FLAGS=(-DDITASK_TORCH=ON)
 if ((BUILD)); then
   if [[ $MODE == launch ]]; then
     install_packages
@@ -134,13 +145,16 @@ if ((BUILD)); then
   elif [[ $MODE == redis ]]; then
     install_packages "${DITASK_BENCH_PACKAGES[@]}"
     TARGETS=(ditask bench_mesh ditask_redis_baseline_bench)
+  elif [[ $MODE == autograd ]]; then
+    install_packages "${DITASK_TORCH_PACKAGES[@]}"
+    TARGETS=(ditask bench_autograd)
   else
     install_packages "${DITASK_BENCH_PACKAGES[@]}"
     TARGETS=(ditask bench_mesh ditask_raw_mesh_bench ditask_zmq_mesh_bench)
   fi
   # BUILD_TESTING=ON: the bench programs live in tests/bench/. Same cache as scripts/demo.sh.
   step "release: configure ($BUILD_DIR)" \
-    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -DDITASK_WERROR=OFF
+    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -DDITASK_WERROR=OFF "${TORCH_FLAGS[@]}"
   step "release: build ${TARGETS[*]} (-j$JOBS)" \
     cmake --build "$BUILD_DIR" -j "$JOBS" --target "${TARGETS[@]}"
 fi
@@ -261,6 +275,10 @@ else
     # shellcheck source=scripts/bench_rpc.sh
     source "$(dirname "${BASH_SOURCE[0]}")/bench_rpc.sh"
     rpc_main
+  elif [[ $MODE == autograd ]]; then
+    # shellcheck source=scripts/bench_autograd.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/bench_autograd.sh"
+    autograd_main
   elif [[ $MODE == redis ]]; then
     # shellcheck source=scripts/bench_redis.sh
     source "$(dirname "${BASH_SOURCE[0]}")/bench_redis.sh"

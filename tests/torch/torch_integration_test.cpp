@@ -46,6 +46,17 @@ TEST_CASE("dist autograd: the tutorial's model across two workers gives the grad
   CHECK(result_of(r.out, 0) == "grads=ok params=19 into_grad=0 sgd=ok adam=ok live=0,0");
 }
 
+TEST_CASE("dist autograd: the tutorial's model gives PyTorch's own loss and gradients (a fixture PyTorch 1.13 made)",
+          "[torch][integration]") {
+  const Over over("mesh");
+  auto r = run_ditask(torch_args(over, "tcp", "pytorch_fixture", 2,
+                                 {"--", "fixture=" + std::string(DITASK_SOURCE_DIR) + "/torch/fixtures/rnn_tutorial.json"}),
+                      120s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) == "loss=ok grads=ok params=19");
+}
+
 TEST_CASE("dist autograd: contexts apart, nested calls join, sums, unreachable results, retain_graph, late calls",
           "[torch][integration]") {
   const std::string transport = GENERATE(as<std::string>{}, "tcp", "ipc", "redis");

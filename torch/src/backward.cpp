@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <map>
+#include <typeinfo>
 #include <string>
 #include <unordered_set>
 
@@ -39,6 +40,8 @@ std::vector<at::Tensor> leaves_of(const std::vector<at::Tensor>& roots) {
   std::unordered_set<const torch::autograd::Node*> seen;
   std::unordered_set<const void*> seen_leaves;
   std::vector<torch::autograd::Node*> stack;
+  seen.reserve(256);
+  stack.reserve(64);
   auto add_leaf = [&](const at::Tensor& t) {
     if (seen_leaves.insert(t.unsafeGetTensorImpl()).second) {
       leaves.push_back(t);
@@ -57,8 +60,9 @@ std::vector<at::Tensor> leaves_of(const std::vector<at::Tensor>& roots) {
     if (!seen.insert(node).second) {
       continue;
     }
-    if (auto* leaf = dynamic_cast<torch::autograd::AccumulateGrad*>(node)) {
-      add_leaf(leaf->variable);
+    // typeid, not dynamic_cast: this runs for every node of the graph (an LSTM's has hundreds).
+    if (typeid(*node) == typeid(torch::autograd::AccumulateGrad)) {
+      add_leaf(static_cast<torch::autograd::AccumulateGrad*>(node)->variable);
       continue;
     }
     for (const auto& edge : node->next_edges()) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include "torch_tests.hpp"
 
@@ -143,4 +144,81 @@ DITASK_MAIN(grads_match) {
   result("grads=" + torch_tests::below(grads, 1e-6) + " params=" + std::to_string(params) +
          " into_grad=" + (into_grad ? "1" : "0") + " sgd=" + torch_tests::below(sgd_diff, 1e-6) +
          " adam=" + torch_tests::below(adam_diff, 1e-6) + " live=" + torch_tests::live_everywhere({0, 1}));
+}
+
+namespace {
+
+at::Tensor from_fixture(const ditask::json& t, at::ScalarType type) {
+  const auto shape = t.at("shape").get<std::vector<std::int64_t>>();
+  const auto values = t.at("values").get<std::vector<double>>();
+  return torch::tensor(values, torch::kDouble).reshape(shape).to(type);
+}
+
+}  // namespace
+
+// pytorch_fixture (2 workers, fixture=<torch/fixtures/rnn_tutorial.json>): PyTorch's own run of the
+// tutorial's distributed RNN (weights, a batch, its loss and get_gradients for every parameter),
+// repeated here with the same weights and batch. Node 0 prints "RESULT loss=<ok|diff>
+// grads=<ok|max diff> params=<n>" (within 1e-6).
+DITASK_MAIN(pytorch_fixture) {
+  torch_tests::define_common();
+  auto& task = ditask::task();
+  auto running = task.start();
+  if (node_id() != 0) {
+    torch_tests::serve();
+    return;
+  }
+  task.ready();
+  const Params params;
+  std::ifstream in(params.text("fixture", ""));
+  if (!in) {
+    throw std::runtime_error("pytorch_fixture: cannot read fixture=" + params.text("fixture", ""));
+  }
+  const auto fixture = ditask::json::parse(in);
+  const auto& w = fixture.at("weights");
+  const auto& s = fixture.at("sizes");
+  rnn::Sizes sizes;
+  sizes.ntoken = s.at("ntoken");
+  sizes.ninp = s.at("ninp");
+  sizes.nhid = s.at("nhid");
+  sizes.nindices = s.at("nindices");
+  sizes.nlayers = s.at("nlayers");
+  sizes.batch = s.at("batch");
+  sizes.dropout = s.at("dropout");
+  rnn::RNNModel model(1, sizes, 0);
+  model.embedding().call<void>("set_weights", std::vector<at::Tensor>{from_fixture(w.at("embedding.encoder.weight"), at::kFloat)});
+  model.decoder().call<void>("set_weights", std::vector<at::Tensor>{from_fixture(w.at("decoder.decoder.weight"), at::kFloat),
+                                                                    from_fixture(w.at("decoder.decoder.bias"), at::kFloat)});
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& named : model.lstm()->named_parameters()) {
+      named.value().copy_(from_fixture(w.at("lstm." + named.key()), at::kFloat));
+    }
+  }
+  const auto data = from_fixture(fixture.at("data"), at::kLong);
+  const auto target = from_fixture(fixture.at("target"), at::kLong);
+  double loss_diff = 0, grad_diff = 0;
+  std::size_t count = 0;
+  {
+    ditask::dist_autograd::Context context;
+    auto [decoded, next] = model.forward(data, model.zero_hidden(sizes.nindices));
+    const auto loss = torch::nn::functional::cross_entropy(decoded, target);
+    loss_diff = std::abs(loss.item<double>() - fixture.at("loss").get<double>());
+    ditask::dist_autograd::backward(context.id(), {loss});
+    const auto& expected = fixture.at("gradients");
+    auto compare = [&](const at::Tensor& got, const std::string& name) {
+      grad_diff = std::max(grad_diff, (got.to(at::kDouble) - from_fixture(expected.at(name), at::kDouble)).abs().max().item<double>());
+      ++count;
+    };
+    compare(model.embedding().call<std::vector<at::Tensor>>("gradients", context.id()).at(0), "embedding.encoder.weight");
+    const auto mine = ditask::dist_autograd::get_gradients(context.id());
+    for (const auto& named : model.lstm()->named_parameters()) {
+      compare(mine.at(named.value()), "lstm." + named.key());
+    }
+    const auto dec = model.decoder().call<std::vector<at::Tensor>>("gradients", context.id());
+    compare(dec.at(0), "decoder.decoder.weight");
+    compare(dec.at(1), "decoder.decoder.bias");
+  }
+  result("loss=" + torch_tests::below(loss_diff, 1e-6) + " grads=" + torch_tests::below(grad_diff, 1e-6) +
+         " params=" + std::to_string(count));
 }
