@@ -138,7 +138,10 @@ void run_remote_parts(const ContextState& context, std::vector<Outgoing> outgoin
   if (!pending.empty()) {
     std::string list;
     for (const auto& p : pending) {
-      list += (list.empty() ? "" : ", ") + p;
+      if (!list.empty()) {
+        list += ", ";
+      }
+      list += p;
     }
     throw Error("no answer within " + std::to_string(timeout.count()) + " ms for the gradients of " + list,
                 "is that worker alive and not stopped? raise dist_autograd::set_backward_timeout()");
@@ -160,7 +163,16 @@ void serve_backward(std::int64_t context_id, std::int64_t message, at::Tensor gr
     throw Error("node " + std::to_string(node) + ": context " + std::to_string(context_id) + " has no send #" +
                 std::to_string(message & ((std::int64_t{1} << 48) - 1)));
   }
-  auto outgoing = local_part(*context, {send->tensor}, {gradient});
+  std::vector<Outgoing> outgoing;
+  try {
+    outgoing = local_part(*context, {send->tensor}, {gradient});
+  } catch (const std::exception& e) {
+    // Which part of the graph failed: the autograd function that made the tensor sent.
+    const auto& made_by = send->tensor.grad_fn();
+    throw Error(std::string(e.what()) + " (in the part of the graph behind send #" +
+                std::to_string(message & ((std::int64_t{1} << 48) - 1)) + ", made by " +
+                (made_by ? made_by->name() : std::string("a leaf")) + ")");
+  }
   run_remote_parts(*context, std::move(outgoing), retain);
 }
 

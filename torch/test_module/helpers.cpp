@@ -41,7 +41,10 @@ std::string live_everywhere(const std::vector<std::int64_t>& nodes) {
   for (const auto node : nodes) {
     const auto n = node == mesh_tests::node_id() ? static_cast<std::int64_t>(ditask::dist_autograd::live_contexts())
                                                  : ditask::rpc().call<std::int64_t>(node, "live");
-    out += (out.empty() ? "" : ",") + std::to_string(n);
+    if (!out.empty()) {
+      out += ',';  // not `("" or ",") + string`: GCC 12 warns (-Wrestrict) on that, wrongly
+    }
+    out += std::to_string(n);
   }
   return out;
 }
