@@ -41,7 +41,7 @@ TEST_CASE("dist autograd: the tutorial's model across two workers gives the grad
   auto r = run_ditask(torch_args(over, transport, "grads_match", 2), 120s);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
-  // 2 embedding + 16 LSTM + 2 decoder parameters; every gradient and every weight after an SGD
+  // 1 embedding + 16 LSTM + 2 decoder parameters; every gradient and every weight after an SGD
   // and an Adam step within 1e-6 of LibTorch's in one process; nothing in .grad; no context left.
   CHECK(result_of(r.out, 0) == "grads=ok params=19 into_grad=0 sgd=ok adam=ok live=0,0");
 }
