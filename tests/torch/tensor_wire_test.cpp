@@ -59,7 +59,7 @@ TEST_CASE("tensor wire: a view, a transpose and a slice travel as their values",
   CHECK(out.data_ptr() != sliced.data_ptr());  // its own memory
 }
 
-TEST_CASE("tensor wire: requires_grad travels; outside a context nothing is recorded", "[torch][unit]") {
+TEST_CASE("tensor wire: requires_grad travels, and outside a context nothing is recorded", "[torch][unit]") {
   const auto w = torch::randn({3}, torch::requires_grad());
   const auto y = w * 2;
   const auto out = round_trip(y);
