@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Fails when a layer includes what it must not (docs/design.md "Layout"): runtime/ never includes the
 # launcher, Boost.Process or CLI11; plugins/ use only the public runtime headers; launcher/ never
-# includes CLI11.
+# includes CLI11; modules (plugins/, torch/examples/) never include the SDK's ditask/detail/.
 set -u
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 status=0
@@ -18,5 +18,7 @@ check() {  # check <folder> <regex> <what is wrong>
 check runtime '#include [<"](ditask/launcher/|boost/process|CLI/)' "runtime/ includes the launcher, Boost.Process or CLI11"
 check plugins '#include [<"](ditask/launcher/|ditask/runtime/|.*src/|boost/)' "plugins/ go beyond the public runtime API"
 check launcher '#include [<"]CLI/' "launcher/ includes CLI11"
+check plugins '#include [<"]ditask/detail/' "plugins/ include the SDK's mechanism headers (ditask/detail/: rpc.hpp and task.hpp bring what a module needs)"
+check torch/examples '#include [<"](ditask/detail/|ditask/runtime/|.*src/)' "torch/examples/ go beyond the public API"
 ((status == 0)) && echo "layers ok"
 exit $status

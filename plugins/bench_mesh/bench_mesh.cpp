@@ -48,8 +48,8 @@ using ditask::bench::vmrss_kb;
 using Clock = std::chrono::steady_clock;
 
 
-// The module arguments as key=value integers. Errors: std::invalid_argument for an unknown key
-// or a value that is not an integer.
+// The module arguments as key=value integers over `defaults` (and timeout_s, 120). Errors:
+// ditask::Error for an unknown key or a value that is not an integer.
 class Params {
  public:
   Params(std::initializer_list<std::pair<const char*, std::int64_t>> defaults) {
@@ -57,40 +57,19 @@ class Params {
       values_[name] = value;
     }
     values_["timeout_s"] = 120;
-    for (const auto& arg : ditask::args()) {
-      const auto eq = arg.find('=');
-      const auto it = values_.find(arg.substr(0, eq));
-      if (eq == std::string::npos || it == values_.end()) {
-        throw std::invalid_argument("bench_mesh: unknown parameter '" + arg +
-                                    "' (known: " + known() + ")");
-      }
-      it->second = parse(arg, arg.substr(eq + 1));
+    std::set<std::string> known;
+    for (const auto& [name, value] : values_) {
+      known.insert(name);
+    }
+    const ditask::ModuleArgs given(std::move(known));
+    for (auto& [name, value] : values_) {
+      value = given.integer(name, value);
     }
   }
   std::int64_t operator[](const std::string& name) const { return values_.at(name); }
   std::chrono::seconds timeout() const { return std::chrono::seconds(values_.at("timeout_s")); }
 
  private:
-  static std::int64_t parse(const std::string& arg, const std::string& text) {
-    std::size_t used = 0;
-    std::int64_t value = 0;
-    try {
-      value = std::stoll(text, &used);
-    } catch (const std::logic_error&) {
-      used = 0;
-    }
-    if (text.empty() || used != text.size()) {
-      throw std::invalid_argument("bench_mesh: '" + arg + "' is not an integer");
-    }
-    return value;
-  }
-  std::string known() const {
-    std::string out;
-    for (const auto& [name, value] : values_) {
-      out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(value);
-    }
-    return out;
-  }
   std::map<std::string, std::int64_t> values_;
 };
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,15 +25,16 @@ namespace {
 using ditask::bench::micros;
 using ditask::bench::now_ns;
 
-// key=value module arguments over `defaults`. Errors: std::invalid_argument for an unknown key.
+// key=value module arguments over `defaults`. Errors: ditask::Error for an unknown key or a value
+// that is not an integer.
 std::map<std::string, std::int64_t> params(std::map<std::string, std::int64_t> defaults) {
-  for (const auto& arg : ditask::args()) {
-    const auto eq = arg.find('=');
-    const auto key = arg.substr(0, eq);
-    if (eq == std::string::npos || defaults.count(key) == 0) {
-      throw std::invalid_argument("bench_rpc: unknown parameter '" + arg + "'");
-    }
-    defaults[key] = std::stoll(arg.substr(eq + 1));
+  std::set<std::string> known;
+  for (const auto& [key, value] : defaults) {
+    known.insert(key);
+  }
+  const ditask::ModuleArgs given(std::move(known));
+  for (auto& [key, value] : defaults) {
+    value = given.integer(key, value);
   }
   return defaults;
 }

@@ -25,7 +25,6 @@
 #include <ditask/ditask.hpp>
 
 #include "adam.hpp"
-#include "params.hpp"
 #include "reinforce.hpp"
 #include "shared.hpp"
 
@@ -46,13 +45,13 @@ struct Settings {
 };
 
 Settings settings() {
-  const rl::Params p(ditask::args(), {"seed", "threshold", "gamma", "lr", "mode", "max_episodes", "kill_node",
+  const ditask::ModuleArgs p({"seed", "threshold", "gamma", "lr", "mode", "max_episodes", "kill_node",
                                       "kill_round"});
   Settings s;
   s.seed = static_cast<std::uint64_t>(p.integer("seed", 0));
-  s.threshold = p.num("threshold", s.threshold);
-  s.gamma = static_cast<float>(p.num("gamma", s.gamma));
-  s.lr = static_cast<float>(p.num("lr", s.lr));
+  s.threshold = p.number("threshold", s.threshold);
+  s.gamma = static_cast<float>(p.number("gamma", s.gamma));
+  s.lr = static_cast<float>(p.number("lr", s.lr));
   const std::string mode = p.text("mode", "sync");
   if (mode != "sync" && mode != "async") {
     throw std::invalid_argument("mode must be sync or async, not '" + mode + "'");

@@ -38,7 +38,7 @@ struct Settings {
   std::chrono::milliseconds wait{60000};  ///< the longest a step waits for a peer
 };
 
-/// Reads the module arguments. Errors: std::invalid_argument naming the argument.
+/// Reads the module arguments (ditask::ModuleArgs). Errors: ditask::Error naming the argument.
 Settings settings_from_args();
 
 /// Who plays which role: from --roles (the peers' role.<name> labels), else dqn.py's layout over

@@ -13,7 +13,6 @@
 #include <string>
 
 #include "dqn_node.hpp"
-#include "params.hpp"
 
 namespace dqn {
 namespace {
@@ -43,19 +42,19 @@ void adopt_model(Node& node, const rl::Weights& w, std::int64_t env_steps) {
 }  // namespace
 
 Settings settings_from_args() {
-  const rl::Params p(ditask::args(), {"seed", "stop_value", "eval_freq", "eval_episodes", "n_sample",
+  const ditask::ModuleArgs p({"seed", "stop_value", "eval_freq", "eval_episodes", "n_sample",
                                       "update_per_collect", "batch", "lr", "gamma", "target_update", "sync_every",
                                       "max_env_steps"});
   Settings s;
   s.seed = static_cast<std::uint64_t>(p.integer("seed", 0));
-  s.stop_value = p.num("stop_value", s.stop_value);
+  s.stop_value = p.number("stop_value", s.stop_value);
   s.eval_freq = static_cast<int>(p.integer("eval_freq", s.eval_freq));
   s.eval_episodes = static_cast<int>(p.integer("eval_episodes", s.eval_episodes));
   s.n_sample = static_cast<int>(p.integer("n_sample", s.n_sample));
   s.update_per_collect = static_cast<int>(p.integer("update_per_collect", s.update_per_collect));
   s.batch = static_cast<int>(p.integer("batch", s.batch));
-  s.lr = static_cast<float>(p.num("lr", s.lr));
-  s.gamma = static_cast<float>(p.num("gamma", s.gamma));
+  s.lr = static_cast<float>(p.number("lr", s.lr));
+  s.gamma = static_cast<float>(p.number("gamma", s.gamma));
   s.target_update = static_cast<int>(p.integer("target_update", s.target_update));
   s.sync_every = static_cast<int>(p.integer("sync_every", s.sync_every));
   s.max_env_steps = p.integer("max_env_steps", s.max_env_steps);

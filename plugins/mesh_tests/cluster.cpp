@@ -35,9 +35,9 @@ DITASK_MAIN(exit_on_node) {
   auto& task = ditask::task();
   const Params params;
   auto running = task.start();
-  if (node_id() == params.num("node", 1)) {
-    say("EXIT", std::to_string(params.num("code", 5)));
-    std::exit(static_cast<int>(params.num("code", 5)));
+  if (node_id() == params.integer("node", 1)) {
+    say("EXIT", std::to_string(params.integer("code", 5)));
+    std::exit(static_cast<int>(params.integer("code", 5)));
   }
   result("ok");
 }

@@ -72,7 +72,7 @@ void wait_done(const Shared<Phases>& phases) {
 DITASK_MAIN(order) {
   auto& task = ditask::task();
   const Params params;
-  const auto count = params.num("count", 100000);
+  const auto count = params.integer("count", 100000);
   Shared<OrderState> state;
   Shared<Phases> phases;
   auto running = task.start();
@@ -131,7 +131,7 @@ std::string multi_text(const MultiState& s) {
 // has three `on` handlers and one `once` handler for it. Each `on` handler must see every i once.
 DITASK_MAIN(exactly_once) {
   auto& task = ditask::task();
-  const auto count = Params().num("count", 1000);
+  const auto count = Params().integer("count", 1000);
   Shared<MultiState> state;
   Shared<Phases> phases;
   auto running = task.start();
@@ -174,8 +174,8 @@ DITASK_MAIN(exactly_once) {
 DITASK_MAIN(burst) {
   auto& task = ditask::task();
   const Params params;
-  const auto count = params.num("count", 300);
-  const auto size = static_cast<std::size_t>(params.num("size", 1 << 20));
+  const auto count = params.integer("count", 300);
+  const auto size = static_cast<std::size_t>(params.integer("size", 1 << 20));
   Shared<BlobTally> state;
   Shared<Phases> phases;
   auto running = task.start();
@@ -212,10 +212,10 @@ DITASK_MAIN(burst) {
 DITASK_MAIN(star) {
   auto& task = ditask::task();
   const Params params;
-  const bool relay = params.num("relay", 0) != 0;
-  const bool direct = params.num("direct", 0) != 0;
-  const bool sync = params.num("sync", 0) != 0;
-  const auto late = std::chrono::milliseconds(params.num("late_ms", 0));
+  const bool relay = params.integer("relay", 0) != 0;
+  const bool direct = params.integer("direct", 0) != 0;
+  const bool sync = params.integer("sync", 0) != 0;
+  const auto late = std::chrono::milliseconds(params.integer("late_ms", 0));
   struct State {
     std::set<std::int64_t> heard;
     std::string at_hub_done;
@@ -443,8 +443,8 @@ void data_receiver(ditask::Task& task, Shared<ReceiverState>& state, std::int64_
 DITASK_MAIN(lost_count) {
   auto& task = ditask::task();
   const Params params;
-  const auto phase1 = params.num("phase1", 100);
-  const auto phase2 = params.num("phase2", 20);
+  const auto phase1 = params.integer("phase1", 100);
+  const auto phase2 = params.integer("phase2", 20);
   Shared<SenderState> state;
   Shared<ReceiverState> receiver;
   auto running = task.start();
@@ -481,8 +481,8 @@ DITASK_MAIN(lost_count) {
 DITASK_MAIN(backpressure) {
   auto& task = ditask::task();
   const Params params;
-  const auto count = params.num("count", 1000);
-  const auto size = static_cast<std::size_t>(params.num("size", 64 << 10));
+  const auto count = params.integer("count", 1000);
+  const auto size = static_cast<std::size_t>(params.integer("size", 64 << 10));
   Shared<SenderState> state;
   Shared<ReceiverState> receiver;
   auto running = task.start();

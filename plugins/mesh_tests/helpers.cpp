@@ -8,26 +8,6 @@
 
 namespace mesh_tests {
 
-Params::Params() {
-  for (const auto& arg : ditask::args()) {
-    const auto eq = arg.find('=');
-    if (eq == std::string::npos) {
-      throw std::invalid_argument("module argument '" + arg + "' is not key=value");
-    }
-    values_[arg.substr(0, eq)] = arg.substr(eq + 1);
-  }
-}
-
-std::int64_t Params::num(const std::string& key, std::int64_t fallback) const {
-  auto it = values_.find(key);
-  return it == values_.end() ? fallback : std::stoll(it->second);
-}
-
-std::string Params::text(const std::string& key, const std::string& fallback) const {
-  auto it = values_.find(key);
-  return it == values_.end() ? fallback : it->second;
-}
-
 std::int64_t node_id() { return ditask::task().router().node_id(); }
 
 std::int64_t attempt() {

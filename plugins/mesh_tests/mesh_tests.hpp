@@ -22,19 +22,8 @@ namespace mesh_tests {
 
 using namespace std::chrono_literals;
 
-/// The module arguments as `key=value` pairs (`ditask ... -- count=100 size=64`).
-/// Errors: std::invalid_argument for an argument without '='.
-class Params {
- public:
-  Params();
-  /// The integer `key`, or `fallback` when it was not given.
-  std::int64_t num(const std::string& key, std::int64_t fallback) const;
-  /// The text `key`, or `fallback` when it was not given.
-  std::string text(const std::string& key, const std::string& fallback) const;
-
- private:
-  std::map<std::string, std::string> values_;
-};
+/// The module arguments as `key=value` pairs (`ditask ... -- count=100 size=64`), any key.
+using Params = ditask::ModuleArgs;
 
 /// A value shared between handlers (dispatcher thread) and the entry (its own thread).
 /// Thread: any; update() wakes every wait().

@@ -79,8 +79,8 @@ DITASK_MAIN(outage) {
 DITASK_MAIN(stalled_reader) {
   auto& task = ditask::task();
   const Params params;
-  const auto count = params.num("count", 48);
-  const auto size = static_cast<std::size_t>(params.num("size", 1 << 20));
+  const auto count = params.integer("count", 48);
+  const auto size = static_cast<std::size_t>(params.integer("size", 1 << 20));
   Shared<BlobTally> state;
   Shared<bool> go;
   auto running = task.start();

@@ -40,7 +40,7 @@ DITASK_MAIN(join) {
 // must still arrive over the same connection.
 DITASK_MAIN(oversize) {
   auto& task = ditask::task();
-  const auto size = static_cast<std::size_t>(Params().num("size", 102400));
+  const auto size = static_cast<std::size_t>(Params().integer("size", 102400));
   struct State {
     std::int64_t big = 0;
     std::int64_t small = 0;

@@ -28,7 +28,7 @@ using namespace mesh_tests;
 DITASK_MAIN(early_handlers) {
   auto& task = ditask::task();
   const Params params;
-  const auto count = params.num("count", 3);
+  const auto count = params.integer("count", 3);
   auto running = task.start();
   if (node_id() == 1) {
     for (std::int64_t i = 0; i < count; ++i) {
@@ -39,15 +39,15 @@ DITASK_MAIN(early_handlers) {
     return;
   }
   auto end = task.waiter("end");
-  if (params.num("wait_first", 0) == 1 && !end.wait(60s)) {
+  if (params.integer("wait_first", 0) == 1 && !end.wait(60s)) {
     throw std::runtime_error("no 'end' from node 1");
   }
   Shared<Seen> seen;
   task.on("ping", [&seen](std::int64_t i) { seen.update([&](Seen& s) { s.a.push_back(i); }); });
   // The gap between the registrations is the scenario (the dispatcher may run in between).
-  std::this_thread::sleep_for(std::chrono::milliseconds(params.num("gap_ms", 0)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(params.integer("gap_ms", 0)));
   task.on("ping", [&seen](std::int64_t i) { seen.update([&](Seen& s) { s.b.push_back(i); }); });
-  if (params.num("wait_first", 0) == 0 && !end.wait(60s)) {
+  if (params.integer("wait_first", 0) == 0 && !end.wait(60s)) {
     throw std::runtime_error("no 'end' from node 1");
   }
   task.sync();  // "end" came after every ping: their handlers have run too

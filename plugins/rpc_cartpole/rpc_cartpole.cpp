@@ -22,7 +22,6 @@
 #include <ditask/ditask.hpp>
 
 #include "adam.hpp"
-#include "params.hpp"
 #include "reinforce.hpp"
 
 namespace {
@@ -36,13 +35,13 @@ struct Settings {
 };
 
 Settings settings() {
-  const rl::Params p(ditask::args(), {"seed", "threshold", "max_episodes", "gamma", "lr"});
+  const ditask::ModuleArgs p({"seed", "threshold", "max_episodes", "gamma", "lr"});
   Settings s;
   s.seed = static_cast<std::uint64_t>(p.integer("seed", 0));
-  s.threshold = p.num("threshold", s.threshold);
+  s.threshold = p.number("threshold", s.threshold);
   s.max_episodes = static_cast<long>(p.integer("max_episodes", s.max_episodes));
-  s.gamma = static_cast<float>(p.num("gamma", s.gamma));
-  s.lr = static_cast<float>(p.num("lr", s.lr));
+  s.gamma = static_cast<float>(p.number("gamma", s.gamma));
+  s.lr = static_cast<float>(p.number("lr", s.lr));
   return s;
 }
 

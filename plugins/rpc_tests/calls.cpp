@@ -143,7 +143,7 @@ DITASK_MAIN(rpc_basic) {
 // Callers print "RESULT answered=<n> wrong=<w>", node 0 "RESULT served=<n> out_of_order=<k>".
 DITASK_MAIN(rpc_many) {
   Params params;
-  const auto count = params.num("count", 3334);
+  const auto count = params.integer("count", 3334);
   auto& rpc = ditask::rpc();
   Shared<std::map<std::int64_t, std::int64_t>> next;  // caller -> next expected sequence number
   std::atomic<std::int64_t> out_of_order{0};

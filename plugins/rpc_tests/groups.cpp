@@ -85,7 +85,7 @@ DITASK_MAIN(groups_many) {
   auto running = task.start();
   task.ready();
   auto group = task.group("trainer");
-  const auto rounds = p.num("rounds", 1000);
+  const auto rounds = p.integer("rounds", 1000);
   for (std::int64_t i = 0; i < rounds; ++i) {
     group.barrier();
   }
@@ -100,7 +100,7 @@ DITASK_MAIN(groups_many) {
 // all-reduce node ids: "RESULT error=<kind>|<node> renewed=3" (the restart: "renewed=3").
 DITASK_MAIN(groups_member_dies) {
   const Params p;
-  const std::int64_t victim = p.num("victim", 2);
+  const std::int64_t victim = p.integer("victim", 2);
   auto& task = ditask::task();
   Shared<int> entering;
   Shared<bool> rejoined;
@@ -157,7 +157,10 @@ DITASK_MAIN(groups_star) {
   task.ready();
   std::string members;
   for (auto m : group.members()) {
-    members += (members.empty() ? "" : ",") + std::to_string(m);
+    if (!members.empty()) {
+      members += ',';  // not `("" or ",") + string`: GCC 12 warns (-Wrestrict) on that, wrongly
+    }
+    members += std::to_string(m);
   }
   const auto barrier = group_error_of([&] { group.barrier(std::chrono::minutes(2)); });
   result("members=" + members + " barrier=" + barrier);

@@ -13,7 +13,7 @@
 #include "ditask/event_args.hpp"
 #include "ditask/event_meta.hpp"
 #include "ditask/export.hpp"
-#include "ditask/packed_args.hpp"
+#include "ditask/detail/packed_args.hpp"
 
 namespace ditask::detail {
 

@@ -48,7 +48,7 @@ std::shared_ptr<const EventMeta> detail::RouterAccess::local_meta(const Router& 
   auto meta = std::make_shared<EventMeta>();
   if (router.state_->active) {
     const auto& id = router.state_->identity;
-    meta->sender = static_cast<int>(id.node_id);
+    meta->sender = id.node_id;
     meta->attempt = static_cast<int>(id.attempt);
     auto labels = id.labels;
     labels.insert("node." + std::to_string(id.node_id));  // as its hello announces it

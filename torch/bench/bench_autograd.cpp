@@ -25,21 +25,13 @@ double percentile(std::vector<double> v, double p) {
   return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
-std::int64_t arg(const std::string& key, std::int64_t fallback) {
-  for (const auto& a : ditask::args()) {
-    if (a.rfind(key + "=", 0) == 0) {
-      return std::stoll(a.substr(key.size() + 1));
-    }
-  }
-  return fallback;
-}
-
 double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
 }  // namespace
 
 DITASK_MAIN(iteration) {
-  const auto rounds = arg("rounds", 2000), warmup = arg("warmup", 200);
+  const ditask::ModuleArgs given({"rounds", "warmup"});
+  const auto rounds = given.integer("rounds", 2000), warmup = given.integer("warmup", 200);
   rnn::define_classes();
   ditask::define_optimizer("sgd", [](std::vector<at::Tensor> params) {
     return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.05));

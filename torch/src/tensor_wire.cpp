@@ -11,7 +11,7 @@
 
 #include <ATen/ATen.h>
 #include <ditask/error.hpp>
-#include <ditask/rpc_wire.hpp>
+#include <ditask/detail/rpc_wire.hpp>
 
 #include "contexts.hpp"
 

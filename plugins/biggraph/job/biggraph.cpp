@@ -13,7 +13,6 @@
 #include <ditask/ditask.hpp>
 
 #include "job.hpp"
-#include "params.hpp"
 
 namespace biggraph {
 
@@ -33,7 +32,7 @@ std::vector<std::int64_t> members_of(const char* role) { return ditask::task().g
 }  // namespace
 
 JobParams JobParams::from_args() {
-  const rl::Params a(ditask::args(), {"graph", "partitions", "epochs", "dim", "negatives", "lr", "test_fraction",
+  const ditask::ModuleArgs a({"graph", "partitions", "epochs", "dim", "negatives", "lr", "test_fraction",
                                       "candidates", "eval_edges", "seed", "entities", "communities", "degree",
                                       "p_within", "die_at_get", "die_at_acquire"});
   JobParams p;
@@ -42,15 +41,15 @@ JobParams JobParams::from_args() {
   p.epochs = static_cast<int>(a.integer("epochs", p.epochs));
   p.train.dim = static_cast<int>(a.integer("dim", p.train.dim));
   p.train.negatives = static_cast<int>(a.integer("negatives", p.train.negatives));
-  p.train.learning_rate = static_cast<float>(a.num("lr", p.train.learning_rate));
-  p.test_fraction = a.num("test_fraction", p.test_fraction);
+  p.train.learning_rate = static_cast<float>(a.number("lr", p.train.learning_rate));
+  p.test_fraction = a.number("test_fraction", p.test_fraction);
   p.candidates = static_cast<int>(a.integer("candidates", p.candidates));
   p.eval_edges = a.integer("eval_edges", p.eval_edges);
   p.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
   p.sbm_entities = static_cast<int>(a.integer("entities", p.sbm_entities));
   p.sbm_communities = static_cast<int>(a.integer("communities", p.sbm_communities));
   p.sbm_degree = static_cast<int>(a.integer("degree", p.sbm_degree));
-  p.sbm_p_within = a.num("p_within", p.sbm_p_within);
+  p.sbm_p_within = a.number("p_within", p.sbm_p_within);
   p.die_at_get = a.integer("die_at_get", 0);
   p.die_at_acquire = a.integer("die_at_acquire", 0);
   if (p.partitions < 1 || p.epochs < 1 || p.train.dim < 1 || p.train.negatives < 0 || p.candidates < 1 ||

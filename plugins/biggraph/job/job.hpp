@@ -26,7 +26,7 @@ struct JobParams {
   double sbm_p_within = 0.9;
   std::int64_t die_at_get = 0;  ///< > 0: a partition server's first incarnation dies at its k-th get (tests)
   std::int64_t die_at_acquire = 0;  ///< > 0: the lock server's first incarnation dies at its k-th acquire (tests)
-  /// Reads ditask::args(). Errors: std::invalid_argument naming the argument.
+  /// Reads ditask::args() (ditask::ModuleArgs). Errors: ditask::Error naming the argument.
   static JobParams from_args();
 };
 

@@ -3,6 +3,7 @@
 
 /// Who sent an event: what a handler learns when its last parameter is `const ditask::EventMeta&`.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ namespace ditask {
 struct EventMeta {
   /// The node id of the sender: a peer's for a remote event, this node's own for a local emit
   /// or a runtime notice (peer_joined, peer_left, signals), -1 outside a running task.
-  int sender = -1;
+  std::int64_t sender = -1;
   /// The sender's start attempt (0 first, 1 after its first restart under --auto-recover);
   /// -1 for an event relayed from a node this node has no link to.
   int attempt = 0;

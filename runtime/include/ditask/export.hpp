@@ -7,3 +7,7 @@
 #else
 #define DITASK_API
 #endif
+
+/// Keeps a member of an exported class out of the exported surface: private members that only
+/// the runtime's own code calls (never an inline function of a header).
+#define DITASK_LOCAL __attribute__((visibility("hidden")))

@@ -4,6 +4,8 @@
 /// The module side of ditask: entry functions (DITASK_MAIN) and the module's arguments.
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,14 +16,37 @@
 /// up before calling it), or when code the headers inline into a module changes its layout or
 /// its wire form: the handler wrappers (handler.hpp: detail::Handlers, EventMeta) and the codec
 /// (msgpack.hpp, packed_args.hpp, whose inline namespace wire_v1 is renamed with its format).
-/// 3: handlers receive an EventMeta.
-#define DITASK_ABI_VERSION 3
+/// 3: handlers receive an EventMeta. 4: EventMeta::sender is std::int64_t, as every node id.
+#define DITASK_ABI_VERSION 4
 
 namespace ditask {
 
 /// The arguments after `--` on the launcher's command line (empty outside a worker).
 /// Thread: any; fixed before the entry runs.
 DITASK_API const std::vector<std::string>& args();
+
+/// A module's `key=value` arguments (`ditask --package cartpole ... -- seed=3 lr=0.01`), read
+/// once and checked: every argument has the form key=value, every key is one the module knows.
+/// Thread: one owner. Errors of the constructors and getters: ditask::Error naming the argument,
+/// with a hint (the keys it knows, or the closest one to a misspelt key).
+class DITASK_API ModuleArgs {
+ public:
+  /// Reads args() of this worker; `known`: the keys the module takes (empty: any key).
+  explicit ModuleArgs(std::set<std::string> known = {});
+  /// Reads `arguments` instead of args().
+  ModuleArgs(const std::vector<std::string>& arguments, std::set<std::string> known);
+  /// Whether `key` was given.
+  bool has(const std::string& key) const;
+  /// The value of `key` as a number (strtod's forms), or `fallback` when absent.
+  double number(const std::string& key, double fallback) const;
+  /// The value of `key` as a base-10 integer, or `fallback` when absent.
+  std::int64_t integer(const std::string& key, std::int64_t fallback) const;
+  /// The value of `key` as given, or `fallback` when absent.
+  std::string text(const std::string& key, const std::string& fallback) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+};
 
 }  // namespace ditask
 

@@ -7,5 +7,5 @@
 // and a new DITASK_ABI_VERSION (module.hpp).
 #pragma once
 
-#include "ditask/msgpack_packer.hpp"
-#include "ditask/msgpack_reader.hpp"
+#include "ditask/detail/msgpack_packer.hpp"
+#include "ditask/detail/msgpack_reader.hpp"

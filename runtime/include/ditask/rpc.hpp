@@ -20,10 +20,10 @@
 #include "ditask/event_args.hpp"
 #include "ditask/export.hpp"
 #include "ditask/handler.hpp"
-#include "ditask/packed_args.hpp"
+#include "ditask/detail/packed_args.hpp"
 #include "ditask/rpc_future.hpp"
 #include "ditask/rpc_callee.hpp"
-#include "ditask/rpc_wire.hpp"
+#include "ditask/detail/rpc_wire.hpp"
 #include "ditask/rref.hpp"
 
 namespace ditask {

@@ -16,7 +16,7 @@
 #include "ditask/error.hpp"
 #include "ditask/event_args.hpp"
 #include "ditask/export.hpp"
-#include "ditask/packed_args.hpp"
+#include "ditask/detail/packed_args.hpp"
 
 namespace ditask {
 

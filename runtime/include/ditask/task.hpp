@@ -263,9 +263,9 @@ class DITASK_API Task {
   friend struct detail::TaskAccess;
   struct Impl;
 
-  void start_locked(StartOptions options, std::shared_ptr<detail::EventBus> bus);
-  void join_transport(const std::shared_ptr<detail::EventBus>& bus);
-  void stop_as(bool failing) noexcept;
+  DITASK_LOCAL void start_locked(StartOptions options, std::shared_ptr<detail::EventBus> bus);
+  DITASK_LOCAL void join_transport(const std::shared_ptr<detail::EventBus>& bus);
+  DITASK_LOCAL void stop_as(bool failing) noexcept;
   HandlerId add_handler(std::string event, detail::Handlers handlers, bool once);
   // The fast forms of emit and emit_args_to for simple arguments: `wire` is the event payload
   // (detail::pack_event), `local` the same arguments for this process's handlers (scope).

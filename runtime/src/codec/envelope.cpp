@@ -6,7 +6,7 @@
 #include <string>
 
 #include "ditask/error.hpp"
-#include "ditask/packed_args.hpp"
+#include "ditask/detail/packed_args.hpp"
 #include "json_msgpack.hpp"
 
 namespace ditask::detail::codec {

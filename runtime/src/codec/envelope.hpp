@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The event envelope, {"a": [positional...], "k": {named...}}, as the runtime writes and reads it
-// (ditask/packed_args.hpp writes its opening and its middle; nothing else does).
+// (ditask/detail/packed_args.hpp writes its opening and its middle; nothing else does).
 #pragma once
 
 #include <cstddef>

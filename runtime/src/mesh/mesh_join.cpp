@@ -270,7 +270,7 @@ PeerRecord Mesh::record_of(const Hello& hello) {
 
 std::shared_ptr<const EventMeta> Mesh::meta_of(const Hello& hello) {
   auto meta = std::make_shared<EventMeta>();
-  meta->sender = static_cast<int>(hello.node_id);
+  meta->sender = hello.node_id;
   meta->attempt = static_cast<int>(hello.attempt);
   meta->labels.assign(hello.labels.begin(), hello.labels.end());
   meta->transport = "mesh";
@@ -287,7 +287,7 @@ std::shared_ptr<const EventMeta> Mesh::relayed_sender(std::uint64_t node) const 
   }
   // A spoke of a relaying star knows the other spokes only by the node id in the frame.
   auto meta = std::make_shared<EventMeta>();
-  meta->sender = static_cast<int>(node);
+  meta->sender = static_cast<std::int64_t>(node);
   meta->attempt = -1;
   meta->transport = "mesh";
   meta->remote = true;

@@ -191,7 +191,7 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest, boo
   }
   changed_.notify_all();
   auto meta = std::make_shared<EventMeta>();
-  meta->sender = static_cast<int>(peer.node);
+  meta->sender = peer.node;
   meta->attempt = static_cast<int>(peer.attempt);
   meta->labels.assign(peer.labels.begin(), peer.labels.end());
   meta->transport = "redis";
@@ -230,7 +230,7 @@ void RedisTransport::release_early_events() {
     for (auto& e : in.early) {
       if (!e.meta) {
         auto meta = std::make_shared<EventMeta>();
-        meta->sender = static_cast<int>(node);
+        meta->sender = node;
         meta->transport = "redis";
         meta->remote = true;
         in.meta = meta;
@@ -460,7 +460,7 @@ void RedisTransport::deliver(Incoming& in, const FrameView& frame, std::size_t b
       return;
     }
     auto meta = std::make_shared<EventMeta>();
-    meta->sender = static_cast<int>(frame.sender);
+    meta->sender = frame.sender;
     meta->transport = "redis";
     meta->remote = true;
     in.meta = meta;

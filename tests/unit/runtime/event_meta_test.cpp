@@ -101,7 +101,7 @@ TEST_CASE("event meta: the bus hands each handler its event's sender, kept event
   events[1].args = ditask::EventArgs::from(2);  // a runtime notice: no meta, so this node's
   bus->post_remote(std::move(events));          // kept: no handler yet, the window is open
   std::mutex mutex;
-  std::vector<std::pair<int, int>> seen;  // (argument, sender)
+  std::vector<std::pair<int, std::int64_t>> seen;  // (argument, sender)
   auto handlers = ditask::detail::make_handlers([&](int n, const ditask::EventMeta& meta) {
     std::lock_guard lock(mutex);
     seen.emplace_back(n, meta.sender);
@@ -110,5 +110,5 @@ TEST_CASE("event meta: the bus hands each handler its event's sender, kept event
   bus->post("e", ditask::EventArgs::from(3));
   bus->drain();
   bus->stop();
-  CHECK(seen == std::vector<std::pair<int, int>>{{1, 7}, {2, 5}, {3, 5}});
+  CHECK(seen == std::vector<std::pair<int, std::int64_t>>{{1, 7}, {2, 5}, {3, 5}});
 }

@@ -32,30 +32,14 @@ struct Args {
   double lr = 0.05;
 
   static Args parse() {
+    const ditask::ModuleArgs given({"task", "text", "epochs", "steps", "seed", "lr"});
     Args a;
-    for (const auto& arg : ditask::args()) {
-      const auto eq = arg.find('=');
-      const auto key = arg.substr(0, eq);
-      const auto value = eq == std::string::npos ? std::string() : arg.substr(eq + 1);
-      if (eq == std::string::npos) {
-        throw std::invalid_argument("rnn: module argument '" + arg + "' is not key=value");
-      } else if (key == "task") {
-        a.task = value;
-      } else if (key == "text") {
-        a.text = value;
-      } else if (key == "epochs") {
-        a.epochs = std::stoll(value);
-      } else if (key == "steps") {
-        a.steps = std::stoll(value);
-      } else if (key == "seed") {
-        a.seed = std::stoll(value);
-      } else if (key == "lr") {
-        a.lr = std::stod(value);
-      } else {
-        throw std::invalid_argument("rnn: unknown module argument '" + key +
-                                    "' (known: task, text, epochs, steps, seed, lr)");
-      }
-    }
+    a.task = given.text("task", a.task);
+    a.text = given.text("text", a.text);
+    a.epochs = given.integer("epochs", a.epochs);
+    a.steps = given.integer("steps", a.steps);
+    a.seed = given.integer("seed", a.seed);
+    a.lr = given.number("lr", a.lr);
     if (a.task != "tutorial" && a.task != "text") {
       throw std::invalid_argument("rnn: task=" + a.task + " is neither tutorial nor text");
     }

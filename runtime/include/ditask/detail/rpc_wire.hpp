@@ -20,7 +20,7 @@
 #include "ditask/event_args.hpp"
 #include "ditask/export.hpp"
 #include "ditask/handler.hpp"
-#include "ditask/packed_args.hpp"
+#include "ditask/detail/packed_args.hpp"
 #include "ditask/rpc_callee.hpp"
 #include "ditask/rpc_future.hpp"
 
