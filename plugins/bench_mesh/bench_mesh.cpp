@@ -24,7 +24,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <sys/resource.h>
@@ -53,18 +52,11 @@ using Clock = std::chrono::steady_clock;
 class Params {
  public:
   Params(std::initializer_list<std::pair<const char*, std::int64_t>> defaults) {
+    std::map<std::string, std::int64_t> all{{"timeout_s", 120}};
     for (const auto& [name, value] : defaults) {
-      values_[name] = value;
+      all[name] = value;
     }
-    values_["timeout_s"] = 120;
-    std::set<std::string> known;
-    for (const auto& [name, value] : values_) {
-      known.insert(name);
-    }
-    const ditask::ModuleArgs given(std::move(known));
-    for (auto& [name, value] : values_) {
-      value = given.integer(name, value);
-    }
+    values_ = ditask::ModuleArgs::integers(std::move(all));
   }
   std::int64_t operator[](const std::string& name) const { return values_.at(name); }
   std::chrono::seconds timeout() const { return std::chrono::seconds(values_.at("timeout_s")); }

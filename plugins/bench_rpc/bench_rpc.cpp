@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <deque>
 #include <map>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -25,20 +24,6 @@ namespace {
 using ditask::bench::micros;
 using ditask::bench::now_ns;
 
-// key=value module arguments over `defaults`. Errors: ditask::Error for an unknown key or a value
-// that is not an integer.
-std::map<std::string, std::int64_t> params(std::map<std::string, std::int64_t> defaults) {
-  std::set<std::string> known;
-  for (const auto& [key, value] : defaults) {
-    known.insert(key);
-  }
-  const ditask::ModuleArgs given(std::move(known));
-  for (auto& [key, value] : defaults) {
-    value = given.integer(key, value);
-  }
-  return defaults;
-}
-
 void print_line(const std::string& line) {
   std::printf("bench_rpc %s\n", line.c_str());
   std::fflush(stdout);
@@ -47,7 +32,7 @@ void print_line(const std::string& line) {
 }  // namespace
 
 DITASK_MAIN(calls) {
-  auto p = params({{"rounds", 20000}, {"warmup", 2000}, {"inflight", 1}, {"size", 64}, {"timeout_s", 120}});
+  auto p = ditask::ModuleArgs::integers({{"rounds", 20000}, {"warmup", 2000}, {"inflight", 1}, {"size", 64}, {"timeout_s", 120}});
   auto& rpc = ditask::rpc();
   rpc.define("echo", [](std::vector<std::uint8_t> blob) { return blob; });
   rpc.set_default_timeout(std::chrono::seconds(p["timeout_s"]));

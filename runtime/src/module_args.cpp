@@ -69,4 +69,16 @@ std::string ModuleArgs::text(const std::string& key, const std::string& fallback
   return it == values_.end() ? fallback : it->second;
 }
 
+std::map<std::string, std::int64_t> ModuleArgs::integers(std::map<std::string, std::int64_t> defaults) {
+  std::set<std::string> known;
+  for (const auto& [key, value] : defaults) {
+    known.insert(key);
+  }
+  const ModuleArgs given(std::move(known));
+  for (auto& [key, value] : defaults) {
+    value = given.integer(key, value);
+  }
+  return defaults;
+}
+
 }  // namespace ditask

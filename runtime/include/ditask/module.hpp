@@ -43,6 +43,9 @@ class DITASK_API ModuleArgs {
   std::int64_t integer(const std::string& key, std::int64_t fallback) const;
   /// The value of `key` as given, or `fallback` when absent.
   std::string text(const std::string& key, const std::string& fallback) const;
+  /// For a module whose arguments are all integers (a benchmark's sizes): reads args() taking
+  /// the keys of `defaults` as the known ones, and returns `defaults` with the values given.
+  static std::map<std::string, std::int64_t> integers(std::map<std::string, std::int64_t> defaults);
 
  private:
   std::map<std::string, std::string> values_;

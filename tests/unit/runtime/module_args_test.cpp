@@ -67,3 +67,9 @@ TEST_CASE("module args: what it refuses, with the reason and a hint", "[unit][mo
   CHECK(what([&] { (void)bad.integer("none", 0); }) == "module argument none='' is not an integer");
   CHECK(what([&] { (void)bad.number("none", 0); }) == "module argument none='' is not a number");
 }
+
+TEST_CASE("module args: integers() gives the defaults where no argument is given", "[unit][module_args]") {
+  // Outside a worker args() is empty: every default stands.
+  const auto got = ditask::ModuleArgs::integers({{"rounds", 20000}, {"size", 64}});
+  CHECK(got == std::map<std::string, std::int64_t>{{"rounds", 20000}, {"size", 64}});
+}
