@@ -122,7 +122,7 @@ void run_remote_parts(const ContextState& context, std::vector<Outgoing> outgoin
     try {
       future.get();
     } catch (const RpcError& e) {
-      const std::string pair = "send #" + std::to_string(o.message & ((std::int64_t{1} << 48) - 1)) + " of node " +
+      const std::string pair = "send #" + std::to_string(o.message & kCounterMask) + " of node " +
                                std::to_string(o.node) + " (received here)";
       if (e.kind() == RpcError::Kind::timeout) {
         pending.push_back(pair);
@@ -161,7 +161,7 @@ void serve_backward(std::int64_t context_id, std::int64_t message, at::Tensor gr
   const auto send = context->send(message);
   if (!send) {
     throw Error("node " + std::to_string(node) + ": context " + std::to_string(context_id) + " has no send #" +
-                std::to_string(message & ((std::int64_t{1} << 48) - 1)));
+                std::to_string(message & kCounterMask));
   }
   std::vector<Outgoing> outgoing;
   try {
@@ -170,7 +170,7 @@ void serve_backward(std::int64_t context_id, std::int64_t message, at::Tensor gr
     // Which part of the graph failed: the autograd function that made the tensor sent.
     const auto& made_by = send->tensor.grad_fn();
     throw Error(std::string(e.what()) + " (in the part of the graph behind send #" +
-                std::to_string(message & ((std::int64_t{1} << 48) - 1)) + ", made by " +
+                std::to_string(message & kCounterMask) + ", made by " +
                 (made_by ? made_by->name() : std::string("a leaf")) + ")");
   }
   run_remote_parts(*context, std::move(outgoing), retain);

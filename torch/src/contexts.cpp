@@ -15,7 +15,6 @@ namespace ditask::dist_autograd::detail {
 namespace {
 
 constexpr std::size_t kReleasedKept = 100000;  // ids of released contexts remembered
-constexpr std::int64_t kCounterMask = (std::int64_t{1} << 48) - 1;
 
 thread_local std::shared_ptr<ContextState> t_context;  // the Context this thread made
 

@@ -20,6 +20,9 @@
 
 namespace ditask::dist_autograd::detail {
 
+/// The bits of an id (context or message) that count within its worker: id = (node << 48) | counter.
+inline constexpr std::int64_t kCounterMask = (std::int64_t{1} << 48) - 1;
+
 /// The node a context or message id was made on: ids are (node << 48) | counter.
 inline std::int64_t node_of(std::int64_t id) noexcept { return id >> 48; }
 
