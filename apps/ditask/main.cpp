@@ -53,10 +53,10 @@ int run(int argc, char** argv) {
   }
   if (mode == "--worker") {
     ditask::launcher::die_with_launcher();
-    return ditask::worker_main(argc, argv);
+    return ditask::detail::worker_entry_points().worker_main(argc, argv);
   }
   if (mode == "--probe" && argc == 4) {
-    return ditask::probe_main(argv[2], argv[3]);
+    return ditask::detail::worker_entry_points().probe_main(argv[2], argv[3]);
   }
   auto command_line = ditask::app::parse_command_line(argc, argv);
   if (command_line.exit_now) {
@@ -71,7 +71,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   const std::string exe = self_exe();
-  options.package = ditask::resolve_package(options.package, plugins_dir(exe));
+  options.package = ditask::detail::worker_entry_points().resolve_package(options.package, plugins_dir(exe));
   dl::probe_package(options);
   dl::WorkerCommand command{exe, {"--worker", "--"}};
   command.args.insert(command.args.end(), options.module_args.begin(), options.module_args.end());

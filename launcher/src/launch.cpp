@@ -111,7 +111,7 @@ void probe_package(const Options& options) {
     throw Error(std::string("cannot fork the package probe: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    int rc = probe_main(options.package, options.main);
+    int rc = ditask::detail::worker_entry_points().probe_main(options.package, options.main);
     std::fflush(nullptr);
     ::_exit(rc);
   }

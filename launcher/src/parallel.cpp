@@ -95,7 +95,7 @@ int Runner::operator()(const std::function<void()>& main_fn) const {
   std::vector<std::string> args(argv.size() > 1 ? argv.begin() + 1 : argv.end(), argv.end());
   if (Parallel::in_worker()) {
     launcher::die_with_launcher();
-    return run_worker(args, [&main_fn](const WorkerEnv&) { return main_fn; });
+    return detail::worker_entry_points().run_worker(args, [&main_fn](const WorkerEnv&) { return main_fn; });
   }
   const std::string exe = own_exe();
   // Only the runner's own options count: DITASK_LAUNCH_* steer the ditask command, not programs.

@@ -16,7 +16,6 @@
 #include "ditask/runtime/worker.hpp"
 #include "ditask/runtime/write_all.hpp"
 #include "ditask/task.hpp"
-#include "mesh/settings.hpp"
 #include "task_topic.hpp"
 #include "transport/make_transport.hpp"
 #include "signal_events.hpp"
@@ -114,10 +113,9 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
     }
     detail::RouterAccess::activate(
         task().router(), detail::RouterIdentity{env.node_id, env.local_id, env.parallel_workers, env.labels, env.roles, env.attempt});
-    detail::TransportPlan plan{
-        detail::mesh::mesh_settings(env, std::getenv("DITASK_TOKEN"), std::getenv("DITASK_LISTEN_FD")), std::nullopt};
-    plan.mesh.topic_prefix = detail::kTaskTopicPrefix;
-    plan.redis = detail::redis::redis_settings(env);
+    detail::TransportPlan plan = detail::transport_plan(env);
+    plan.node.topic_prefix = detail::kTaskTopicPrefix;
+    plan.node.always_wanted = detail::task_always_wanted();
     detail::set_worker_transport_plan(std::move(plan));
     entry = resolve(env);
   } catch (const std::exception& e) {
@@ -156,6 +154,11 @@ int probe_main(const std::string& package, const std::string& entry) {
     detail::write_all(STDERR_FILENO, "ditask: error: loading '" + package + "' failed\n");
   }
   return 2;
+}
+
+const WorkerEntryPoints& detail::worker_entry_points() noexcept {
+  static const WorkerEntryPoints table{&worker_main, &run_worker, &probe_main, &resolve_package};
+  return table;
 }
 
 }  // namespace ditask

@@ -39,10 +39,10 @@ void stop_worker(pid_t pid) {
 /// The `backpressure` scenario with `options` (before `--`): 1000 events of 64 KiB into a 1 MiB
 /// send queue while the receiver is stopped (it fills the kernel buffers and then the queue),
 /// then the receiver continues and the job ends.
-RunResult run_backpressure(std::vector<std::string> options) {
+RunResult run_backpressure(const Over& over, std::vector<std::string> options) {
   DitaskProcess p;
   options.insert(options.end(), {"--send-queue-bytes", "1M", "--", "count=1000", "size=65536"});
-  p.start(mesh_args("backpressure", 2, options));
+  p.start(over.args(mesh_args("backpressure", 2, options)));
   p.require_line("[node 1] READY attempt=0 pid=", 30s);
   p.require_line("[node 0] ARMED pid=", 30s);
   const pid_t receiver = pid_after(p, "[node 1] READY attempt=0 pid=");
@@ -245,9 +245,13 @@ TEST_CASE("mesh: events sent to a peer that dies unacknowledged are counted lost
 }
 
 TEST_CASE("mesh: --send-policy drop counts every event it drops, and delivers the rest",
-          "[mesh][integration][delivery]") {
+          "[mesh][integration][delivery][redis]") {
+  // One rule on every transport: the same scenario, the same outcome.
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
   // 62.5 MiB are emitted into the 1 MiB queue of a stopped receiver.
-  auto r = run_backpressure({"--send-policy", "drop"});
+  auto r = run_backpressure(over, {"--send-policy", "drop"});
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(tagged(r.out, 0, "EMIT_ERROR").empty());
@@ -263,8 +267,11 @@ TEST_CASE("mesh: --send-policy drop counts every event it drops, and delivers th
 }
 
 TEST_CASE("mesh: a full send queue makes emit fail after --send-timeout, losing nothing queued",
-          "[mesh][integration][delivery]") {
-  auto r = run_backpressure({"--send-timeout", "1"});
+          "[mesh][integration][delivery][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_backpressure(over, {"--send-timeout", "1"});
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   const auto errors = tagged(r.out, 0, "EMIT_ERROR");

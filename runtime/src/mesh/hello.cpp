@@ -289,21 +289,6 @@ void check_for_encode(const Hello& h) {
 
 }  // namespace
 
-/// `text` for an error line: control bytes as \xNN, cut after `max` bytes.
-std::string printable(std::string_view text, std::size_t max) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (const char ch : text.substr(0, max)) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) {
-      out += {'\\', 'x', kDigits[c >> 4], kDigits[c & 0x0f]};
-    } else {
-      out += ch;
-    }
-  }
-  return text.size() > max ? out + "..." : out;
-}
-
 std::vector<std::uint8_t> encode_hello(const Hello& hello) {
   check_for_encode(hello);
   std::vector<std::uint8_t> out;

@@ -36,6 +36,7 @@
 #include "ditask/export.hpp"
 
 #include "frame.hpp"
+#include "../transport/node_settings.hpp"
 
 namespace ditask::detail::mesh {
 
@@ -81,7 +82,6 @@ std::vector<std::uint8_t> encode_hello(const Hello& hello);
 /// Errors: ditask::Error "malformed hello: ..." (one line) for anything but a valid payload.
 Hello decode_hello(std::span<const std::uint8_t> payload);
 
-/// `text` for an error or log line: control bytes as \xNN, cut after `max` bytes.
-std::string printable(std::string_view text, std::size_t max = 64);
+using detail::printable;
 
 }  // namespace ditask::detail::mesh

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <charconv>
 #include <cstring>
 #include <cstdio>
@@ -62,7 +63,9 @@ std::optional<std::int64_t> world_rule(const MeshSettings& s) {
 }  // namespace
 
 Mesh::Mesh(MeshSettings settings)
-    : settings_(std::move(settings)), relay_plan_(settings_), listener_(io_), peers_(world_rule(settings_)) {
+    : settings_(std::move(settings)), relay_plan_(settings_), listener_(io_),
+      group_(settings_, "mesh", counters_, world_rule(settings_)),
+      peers_(group_.table()) {
   own_hello_.run_id = settings_.run_id;
   own_hello_.run_id_explicit = settings_.run_id_explicit;
   own_hello_.node_id = settings_.node_id;
@@ -232,6 +235,26 @@ std::shared_ptr<Transport> make_mesh(const MeshSettings& settings) {
   auto mesh = std::make_shared<Mesh>(settings);
   mesh->start();
   return mesh;
+}
+
+namespace {
+TransportStarter starter_of(MeshSettings settings) {
+  return [settings = std::move(settings)](const NodeSettings& node) {
+    MeshSettings s = settings;
+    static_cast<NodeSettings&>(s) = node;  // the plan's node (the task layer set its topic prefix)
+    return make_mesh(s);
+  };
+}
+}  // namespace
+
+TransportStarter mesh_starter(const WorkerEnv& env) {
+  return starter_of(mesh_settings(env, std::getenv("DITASK_TOKEN"), std::getenv("DITASK_LISTEN_FD")));
+}
+
+TransportPlan mesh_plan(const MeshSettings& settings) {
+  const auto colon = settings.listen.find("://");
+  return TransportPlan{colon == std::string::npos ? "tcp" : settings.listen.substr(0, colon), settings,
+                       starter_of(settings)};
 }
 
 }  // namespace ditask::detail::mesh

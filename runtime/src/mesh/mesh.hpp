@@ -33,6 +33,7 @@
 #include "ditask/router.hpp"
 #include "settings.hpp"
 #include "../transport/inbox.hpp"
+#include "../transport/peer_group.hpp"
 #include "../transport/peer_table.hpp"
 #include "../transport/transport.hpp"
 
@@ -100,6 +101,7 @@ class Mesh final : public Transport, public Link::Owner {
     using Slot = DialSlot;
   };
   using Peers = PeerTable<PeerTraits>;
+  using Group = PeerGroup<PeerTraits>;
   /// A peer we send to: expected (dialled or dialling us) or joined.
   using Dest = Peers::Expected;
 
@@ -161,13 +163,14 @@ class Mesh final : public Transport, public Link::Owner {
   // `routes` keeps the links alive while they are used (no reference count per link and send).
   bool route_fast(const SendTarget& target, std::optional<std::int64_t> want, std::shared_ptr<const Routes>& routes,
                   boost::container::small_vector<Link*, 8>& links) const;
-  // Throws when the event is larger than what one of `links` accepts.
+  // Throws when the event is larger than what one of `links` accepts (frame_too_large).
   static void check_frame_limits(const boost::container::small_vector<Link*, 8>& links,
                                  std::string_view event, std::size_t size);
-  /// True the first time `what` is asked about (keeps repeated refusals out of the log).
+  /// True the first time `what` is asked about (the engine's LogOnce: repeated refusals stay out of the log).
   bool first_time(const std::string& what);
 
   const MeshSettings settings_;
+  TransportCounters counters_;
   const RelayPlan relay_plan_;
   Hello own_hello_;
   HandshakeIdentity identity_;  // own_hello_ and the token, for every link's handshake
@@ -186,11 +189,11 @@ class Mesh final : public Transport, public Link::Owner {
   std::condition_variable ready_changed_;   // ready, or a peer can never join (wait_ready)
   std::condition_variable room_changed_;    // an early queue emptied (send)
   std::condition_variable links_changed_;   // no link left (shutdown)
-  Peers peers_;                         // expected and joined peers (Dest references survive additions)
+  Group group_;                         // the engine: the peer table and the policy above the links
+  Peers& peers_;                        // group_.table(): expected and joined peers (Dest references survive additions)
   std::vector<std::shared_ptr<Link>> links_;  // every open link
   bool stopping_ = false;
   bool shut_down_ = false;
-  std::set<std::string> logged_;
   // The route table: replaced under mutex_ (then routes_mutex_), copied by any thread under
   // routes_mutex_ alone. Not std::atomic<std::shared_ptr>: libstdc++ 12's load() unlocks with
   // a relaxed order, so a load's read of the pointer and the next store's write are unordered
@@ -202,7 +205,6 @@ class Mesh final : public Transport, public Link::Owner {
 
   std::vector<RemoteEvent> batch_;  // io thread: the events of the read in progress
 
-  TransportCounters counters_;
 };
 
 /// A control frame's body (hello, auth) holding `payload`.

@@ -114,13 +114,7 @@ void Mesh::on_frame(const std::shared_ptr<Link>& link, Frame&& frame) {
 
 bool Mesh::first_time(const std::string& what) {
   std::lock_guard lock(mutex_);
-  if (logged_.count(what) != 0) {
-    return false;
-  }
-  if (logged_.size() < 1024) {
-    logged_.insert(what);
-  }
-  return true;
+  return group_.first_time_locked(what);
 }
 
 void Mesh::refuse(const std::shared_ptr<Link>& link, const Refusal& why, std::optional<std::int64_t> node) {
@@ -268,15 +262,7 @@ PeerRecord Mesh::record_of(const Hello& hello) {
   return PeerRecord{hello.node_id, hello.attempt, hello.instance, hello.labels, hello.listen};
 }
 
-std::shared_ptr<const EventMeta> Mesh::meta_of(const Hello& hello) {
-  auto meta = std::make_shared<EventMeta>();
-  meta->sender = hello.node_id;
-  meta->attempt = static_cast<int>(hello.attempt);
-  meta->labels.assign(hello.labels.begin(), hello.labels.end());
-  meta->transport = "mesh";
-  meta->remote = true;
-  return meta;
-}
+std::shared_ptr<const EventMeta> Mesh::meta_of(const Hello& hello) { return sender_meta(record_of(hello), "mesh"); }
 
 std::shared_ptr<const EventMeta> Mesh::relayed_sender(std::uint64_t node) const {
   {

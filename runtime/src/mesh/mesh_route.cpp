@@ -36,15 +36,6 @@ namespace ditask::detail::mesh {
 namespace asio = boost::asio;
 using generic = asio::generic::stream_protocol;
 
-namespace {
-
-std::string seconds_text(std::chrono::milliseconds ms) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", static_cast<double>(ms.count()) / 1000.0);
-  return text;
-}
-
-}  // namespace
 
 void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
   const std::size_t bytes = frame.topic.size() + frame.body().size();
@@ -189,10 +180,7 @@ void Mesh::hold_relayed_locked(Dest& d, const BodyPtr& body, std::uint64_t sende
 }
 
 void Mesh::relay_dropped(const std::string& whom, const char* why) {
-  if (++counters_.dropped % 1000 == 1) {  // counted always, logged the first time and then every 1000th
-    DITASK_LOG(warn, "mesh") << "relay dropped an event for " << whom << " (" << counters_.dropped.load()
-                             << " dropped so far): " << why;
-  }
+  group_.count_dropped("(relayed)", whom, why);  // counted always, logged the first time and then every 1000th
 }
 
 void Mesh::on_read_batch_end(const std::shared_ptr<Link>& /*link*/) {
@@ -206,29 +194,20 @@ void Mesh::on_read_batch_end(const std::shared_ptr<Link>& /*link*/) {
 }
 
 void Mesh::wait_ready() {
-  const auto deadline = std::chrono::steady_clock::now() + settings_.startup_timeout;
   std::unique_lock lock(mutex_);
-  if (ready_changed_.wait_until(lock, deadline, [&] { return peers_.ready() || peers_.refused(); }) &&
-      peers_.ready()) {
+  if (group_.wait_ready(lock, ready_changed_, [] { return true; }, [] { return false; })) {
     return;
   }
   if (peers_.refused()) {
-    const auto refusals = peers_.refusals();
-    const bool sizes = std::any_of(refusals.begin(), refusals.end(),
-                                   [](const std::string& r) { return r.find("--world-size") != std::string::npos; });
-    throw Error("mesh cannot become ready: node " + std::to_string(settings_.node_id) + " and " + join(refusals, "; "),
-                sizes ? "give every launcher of the job the same --world-size: the sum of their --parallel-workers"
-                      : "give every worker of the job the same --token (or DITASK_TOKEN) and --run-id");
+    throw group_.refused_error();
   }
-  throw Error("mesh not ready after " + seconds_text(settings_.startup_timeout) + ": node " +
-                  std::to_string(settings_.node_id) + " is still waiting for " +
-                  join(peers_.missing([](const Dest& d) {
-                         return !d.slot.dial                ? std::string("it has not dialled this node")
-                                : !d.slot.last_error.empty() ? d.slot.last_error
-                                                             : std::string("no hello yet");
-                       }),
-                       "; "),
-              "are those workers running and reachable? a slow start needs a longer --startup-timeout");
+  throw group_.not_ready_error(
+      [](const Dest& d) {
+        return !d.slot.dial                ? std::string("it has not dialled this node")
+               : !d.slot.last_error.empty() ? d.slot.last_error
+                                            : std::string("no hello yet");
+      },
+      "", "are those workers running and reachable? a slow start needs a longer --startup-timeout");
 }
 
 void Mesh::send(const SendTarget& target, std::string_view event, const EventArgs& args) {
@@ -271,69 +250,22 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   } else {
     links.clear();
     std::unique_lock lock(mutex_);
-    boost::container::small_vector<Dest*, 8> early;
-    bool found = false;
-    for (auto& d : peers_.expected()) {
-      if (want && d.node != want) {
-        continue;
-      }
-      if (d.conn) {
-        if (!target.label.empty() && !labels_match(peers_.joined(*d.node)->record.labels, target.label)) {
-          continue;
-        }
-        if (std::find(links.begin(), links.end(), d.conn.get()) == links.end()) {
-          links.push_back(d.conn.get());
-          owners.push_back(d.conn);
-        }
-        found = true;
-      } else if (!d.joined_ever && target.label.empty()) {
-        early.push_back(&d);
-        found = true;
-      }
-    }
-    if (target.node && !found && !(to_self && *target.node == settings_.node_id)) {
-      std::vector<std::string> connected;
-      for (const auto& [node, j] : peers_.joined()) {
-        connected.push_back(std::to_string(node));
-      }
-      const std::string known = join(connected);
-      std::string hint = known.empty() ? "no peer is connected" : "connected peers: " + known;
-      if (const auto more = relay_plan_.unreachable_hint(*target.node); !more.empty()) {
-        hint += "; " + more;
-      }
-      throw not_a_peer(settings_, *target.node, std::move(hint));
+    auto route = group_.route_locked(target, want, to_self, target.node ? relay_plan_.unreachable_hint(*target.node) : "");
+    for (Dest* d : route.joined) {
+      links.push_back(d->conn.get());
+      owners.push_back(d->conn);
     }
     check_frame_limits(links, event, size);
-    if (!early.empty() && size > settings_.max_frame_bytes) {
-      throw Error("event '" + std::string(event) + "' is " + std::to_string(size) +
-                      " bytes, more than --max-frame-bytes (" + std::to_string(settings_.max_frame_bytes) + ")",
-                  "send smaller events or raise --max-frame-bytes");
-    }
-    for (Dest* d : early) {
+    for (Dest* d : route.early) {
       // Before a peer's first hello its events wait here, bounded like a send queue.
-      const auto room = [&] { return Peers::has_room(*d, size, settings_.send_queue_bytes); };
-      if (!room()) {
-        if (settings_.drop_when_full) {
-          ++counters_.dropped;
-          continue;
-        }
-        if (!room_changed_.wait_until(lock, deadline.at(), room)) {
-          throw Error("event '" + std::string(event) + "' waited " + seconds_text(settings_.send_timeout) +
-                          " for " + (d->node ? "node " + std::to_string(*d->node) : d->address) +
-                          ", which has not joined yet",
-                      "start the peer, or raise --send-timeout / --send-queue-bytes");
-        }
+      const auto held = group_.hold_locked(lock, room_changed_, *d,
+                                           Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), flags},
+                                           size, event, deadline.at());
+      if (held == Group::Hold::joined && d->conn &&
+          std::find(links.begin(), links.end(), d->conn.get()) == links.end()) {
+        links.push_back(d->conn.get());
+        owners.push_back(d->conn);
       }
-      if (d->joined_ever) {
-        if (d->conn) {
-          links.push_back(d->conn.get());
-          owners.push_back(d->conn);
-        }
-        continue;
-      }
-      peers_.hold(*d, Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), flags}, size,
-                  settings_.send_queue_bytes);  // room() held: it fits
-      ++counters_.sent;
     }
   }
   // A reply (a handler's first emit) or an emit right after a wait is written by this thread
@@ -346,20 +278,16 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
         ++counters_.sent;
         break;
       case SendResult::dropped:
-        if (++counters_.dropped % 1000 == 1) {
-          DITASK_LOG(warn, "mesh") << "dropped event '" << event << "' for " << link->peer()
-                                   << ": its send queue is full (" << counters_.dropped.load() << " dropped so far)";
-        }
+        group_.count_dropped(event, link->peer(), "its send queue is full");
         break;
       case SendResult::closed:
         ++counters_.lost;
         DITASK_LOG(debug, "mesh") << "event '" << event << "' not sent: " << link->peer() << " just left";
         break;
       case SendResult::timed_out:
-        throw Error("event '" + std::string(event) + "': the send queue to " + link->peer() + " stayed full for " +
-                        seconds_text(settings_.send_timeout),
-                    "the peer handles events slower than they are emitted; raise --send-queue-bytes or "
-                    "--send-timeout, or use --send-policy drop");
+        throw group_.send_timed_out(event, link->peer(),
+                                    "the peer handles events slower than they are emitted; raise --send-queue-bytes or "
+                                    "--send-timeout, or use --send-policy drop");
     }
   }
   if (to_self) {
@@ -382,9 +310,7 @@ void Mesh::check_frame_limits(const boost::container::small_vector<Link*, 8>& li
   for (const Link* link : links) {
     const auto limit = link->hello()->max_frame_bytes;
     if (size > limit) {
-      throw Error("event '" + std::string(event) + "' is " + std::to_string(size) + " bytes, more than " +
-                      link->peer() + " accepts (" + std::to_string(limit) + " bytes, its --max-frame-bytes)",
-                  "send smaller events or raise --max-frame-bytes on the receiving workers");
+      throw frame_too_large(event, size, limit, link->peer());
     }
   }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// What one worker's mesh needs to know, read from the environment contract and DITASK_PLAN.
+// What one worker's mesh needs to know, read from the environment contract and DITASK_PLAN:
+// the node's neutral settings (transport/node_settings.hpp) and the mesh's addresses.
 #pragma once
 
 #include <chrono>
@@ -13,41 +14,19 @@
 
 #include "ditask/error.hpp"
 #include "ditask/runtime/worker.hpp"
+#include "../transport/node_settings.hpp"
 
 namespace ditask::detail::mesh {
 
-/// Another worker of this launcher, from DITASK_PLAN's "nodes".
-struct LocalNode {
-  std::int64_t node_id = 0;
-  std::int64_t local_id = 0;
-  std::string listen;
-};
+using detail::LocalNode;
 
-/// The mesh settings of one worker. Defaults are the launcher's defaults.
-struct MeshSettings {
-  std::int64_t node_id = 0;
-  std::int64_t local_id = 0;
-  std::int64_t attempt = 0;
-  std::string run_id;
-  bool run_id_explicit = false;
-  std::set<std::string> labels;         ///< --labels (the hello adds "node.<id>")
+/// The mesh settings of one worker: the node's (NodeSettings) and how the mesh reaches its peers.
+struct MeshSettings : NodeSettings {
   std::string listen;                   ///< DITASK_LISTEN
   int listen_fd = -1;                   ///< DITASK_LISTEN_FD: the pre-bound socket, or -1 to bind `listen`
   std::vector<std::string> dial;        ///< DITASK_ATTACH_TO
   std::string topology = "mesh";
-  /// What the layer above puts before each event name on the wire (the task layer: "task.");
-  /// received frames of other topics are acknowledged and ignored.
-  std::string topic_prefix;
-  std::vector<LocalNode> local_nodes;   ///< this launcher's workers (this one included)
-  /// Peers that exited 0 before this worker started (DITASK_FINISHED_NODES): never expected.
-  std::set<std::int64_t> finished_nodes;
-  std::optional<std::int64_t> world_size;
-  std::chrono::milliseconds startup_timeout{60'000};
   std::chrono::milliseconds hello_timeout{10'000};
-  std::size_t max_frame_bytes = 256u << 20;
-  std::size_t send_queue_bytes = 64u << 20;
-  std::chrono::milliseconds send_timeout{30'000};
-  bool drop_when_full = false;          ///< --send-policy drop
   bool relay = false;                   ///< --relay (star hub)
   std::string token;                    ///< empty: no authentication
   std::map<std::string, std::string> hosts;  ///< DITASK_PLAN "hosts" (--hosts-file): name -> address
@@ -60,13 +39,5 @@ MeshSettings mesh_settings(const WorkerEnv& env, const char* token_env, const ch
 /// Node ids of the local workers expected to dial this one (mesh: every higher local worker;
 /// star: every other local worker when this is local worker 0); finished ones are not.
 std::vector<LocalNode> expected_inbound(const MeshSettings& settings);
-
-/// The error for a send to `node`, which is not a joined peer; `hint` names the connected ones.
-/// A node that finished before this worker started says so.
-Error not_a_peer(const MeshSettings& settings, std::int64_t node, std::string hint);
-
-/// In a job of several launchers (world_size beyond this launcher's workers): the job's size
-/// that readiness counts joined peers against, less the nodes that finished; nullopt otherwise.
-std::optional<std::int64_t> world_beyond_local(const MeshSettings& settings);
 
 }  // namespace ditask::detail::mesh

@@ -5,7 +5,8 @@
 
 #include <memory>
 
-#include "../mesh/settings.hpp"
+#include "../transport/make_transport.hpp"
+#include "../transport/node_settings.hpp"
 #include "../transport/transport.hpp"
 #include "redis_settings.hpp"
 
@@ -13,6 +14,10 @@ namespace ditask::detail::redis {
 
 /// A started Redis transport for the node `common` describes. Errors: ditask::Error when it
 /// cannot start (the connection itself is retried until wait_ready gives up).
-std::shared_ptr<Transport> make_redis(const mesh::MeshSettings& common, const RedisSettings& server);
+std::shared_ptr<Transport> make_redis(const NodeSettings& common, const RedisSettings& server);
+
+/// The transport table's entry for redis://: reads DITASK_PLAN's "mq".
+/// Errors: ditask::Error naming a malformed field.
+TransportStarter redis_starter(const WorkerEnv& env);
 
 }  // namespace ditask::detail::redis

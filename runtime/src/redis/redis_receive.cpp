@@ -12,7 +12,7 @@
 #include <boost/asio/post.hpp>
 
 #include "../codec/envelope.hpp"
-#include "../mesh/hello.hpp"
+#include "../transport/node_settings.hpp"
 #include "ditask/runtime/log.hpp"
 #include "redis_transport.hpp"
 
@@ -103,9 +103,7 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest, boo
       std::lock_guard lock(mutex_);
       queue_control_locked(std::move(refusal));
       post_flush_locked();
-      if (job_error_.empty()) {
-        job_error_ = why;
-      }
+      peers_.fail_job(why);
     }
     changed_.notify_all();
     return;
@@ -182,7 +180,7 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest, boo
     }
     for (const auto& h : join.held) {
       --counters_.sent;  // counted when it was held
-      if (wants(slot.interest.names, std::string_view(h.topic).substr(settings_.topic_prefix.size()))) {
+      if (group_.wants(slot.interest.names, std::string_view(h.topic).substr(settings_.topic_prefix.size()))) {
         queue_locked(peer.node, peer.instance, slot, h);
       } else {
         ++counters_.unhandled;
@@ -190,12 +188,7 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest, boo
     }
   }
   changed_.notify_all();
-  auto meta = std::make_shared<EventMeta>();
-  meta->sender = peer.node;
-  meta->attempt = static_cast<int>(peer.attempt);
-  meta->labels.assign(peer.labels.begin(), peer.labels.end());
-  meta->transport = "redis";
-  meta->remote = true;
+  const auto meta = sender_meta(peer, name());
   Incoming& in = incoming_[peer.node];
   std::vector<RemoteEvent> early;
   if (in.instance != peer.instance) {
@@ -304,9 +297,7 @@ void RedisTransport::on_message(const redisReply* r) {
     const std::string why(reinterpret_cast<const char*>(frame->payload.data()), frame->payload.size());
     {
       std::lock_guard lock(mutex_);
-      if (job_error_.empty()) {
-        job_error_ = mesh::printable(why, 1024);
-      }
+      peers_.fail_job(printable(why, 1024));
     }
     changed_.notify_all();
     return;
@@ -479,7 +470,7 @@ void RedisTransport::hand_over_batch() {
 
 bool RedisTransport::first_time(const std::string& what) {
   std::lock_guard lock(mutex_);
-  return logged_.insert(what).second;
+  return group_.first_time_locked(what);
 }
 
 }  // namespace ditask::detail::redis

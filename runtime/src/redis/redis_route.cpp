@@ -33,48 +33,28 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
   Held held{settings_.topic_prefix + std::string(event), nullptr};
   const std::size_t size = held.topic.size() + payload.size() + kFrameHeaderBytes;
   if (size > settings_.max_frame_bytes) {
-    throw Error("event '" + std::string(event) + "' is " + std::to_string(size) +
-                    " bytes, more than --max-frame-bytes (" + std::to_string(settings_.max_frame_bytes) + ")",
-                "send smaller events or raise --max-frame-bytes");
+    throw frame_too_large(event, size, settings_.max_frame_bytes);
   }
   held.payload = std::make_shared<const std::vector<std::uint8_t>>(payload.begin(), payload.end());
+  const auto deadline = std::chrono::steady_clock::now() + settings_.send_timeout;
   std::unique_lock lock(mutex_);
   if (shutting_down_) {
     return;
   }
-  std::vector<Peers::Expected*> joined, early;
-  bool found = false;
-  for (auto& e : peers_.expected()) {
-    if (target.node && e.node != target.node) {
-      continue;
-    }
-    if (e.conn != 0) {
-      const auto* j = peers_.joined(*e.node);
-      if (!target.label.empty() && (j == nullptr || !labels_match(j->record.labels, target.label))) {
-        continue;
-      }
-      joined.push_back(&e);
-      found = true;
-    } else if (!e.joined_ever && target.label.empty()) {
-      early.push_back(&e);
-      found = true;
-    }
-  }
-  if (target.node && !found) {
-    std::string known;
-    for (const auto& [node, j] : peers_.joined()) {
-      known += (known.empty() ? "" : ", ") + std::to_string(node);
-    }
-    throw mesh::not_a_peer(settings_, *target.node, known.empty() ? "no peer is connected" : "connected peers: " + known);
-  }
-  // Bounded like a mesh send queue: what is on its way to Redis; and per receiver, what it has
-  // not said it read (kReadWindowBytes).
-  const std::size_t want = size * (joined.size() + early.size());
+  auto route = group_.route_locked(target, target.node, false);
+  auto& joined = route.joined;
+  // Bounded like a mesh send queue: what is on its way to Redis; per receiver, what it has not
+  // said it read (kReadWindowBytes); and what waits for a receiver to say hello again after a
+  // reconnect (--send-queue-bytes). The one --send-policy rule: drop counts, wait waits.
+  const std::size_t want = size * (joined.size() + route.early.size());
   auto queue_room = [&] { return bytes_in_flight_ == 0 || bytes_in_flight_ + want <= settings_.send_queue_bytes; };
+  auto backlog_room = [&](const Peers::Expected& e) {
+    return e.slot.backlog.empty() || e.slot.backlog_bytes + size <= settings_.send_queue_bytes;
+  };
   auto slow_reader = [&]() -> const Peers::Expected* {
     for (const auto* e : joined) {
-      if (e->conn != 0 && e->slot.confirmed && !e->slot.window.has_room(size, kReadWindowBytes) &&
-          wants(e->slot.interest.names, event)) {
+      if (e->conn != 0 && group_.wants(e->slot.interest.names, event) &&
+          (e->slot.confirmed ? !e->slot.window.has_room(size, kReadWindowBytes) : !backlog_room(*e))) {
         return e;
       }
     }
@@ -83,44 +63,50 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
   auto room = [&] { return shutting_down_ || (queue_room() && slow_reader() == nullptr); };
   if (!room()) {
     if (settings_.drop_when_full) {
-      counters_.dropped += joined.size() + early.size();
+      for (std::size_t i = 0; i < joined.size() + route.early.size(); ++i) {
+        group_.count_dropped(event, "Redis at " + server_.where(), "the queue to it or a reader's window is full");
+      }
       return;
     }
-    if (!changed_.wait_for(lock, settings_.send_timeout, room)) {
+    if (!changed_.wait_until(lock, deadline, room)) {
       if (const auto* e = slow_reader(); e != nullptr && queue_room()) {
-        throw Error("event '" + std::string(event) + "' waited " + std::to_string(settings_.send_timeout.count()) +
-                        " ms for node " + std::to_string(*e->node) + " to read the " +
-                        std::to_string(e->slot.window.unread_bytes()) + " bytes sent to it before",
-                    "is node " + std::to_string(*e->node) + " busy in a handler? raise --send-timeout");
+        const std::string whom = "node " + std::to_string(*e->node);
+        throw group_.send_timed_out(
+            event, whom,
+            whom + " has not read the " +
+                std::to_string(e->slot.confirmed ? e->slot.window.unread_bytes() : e->slot.backlog_bytes) +
+                " bytes sent to it before: is it busy in a handler? raise --send-timeout, or use --send-policy drop");
       }
-      throw Error("event '" + std::string(event) + "' waited " + std::to_string(settings_.send_timeout.count()) +
-                      " ms for room in the queue to Redis at " + server_.where() +
-                      (link_ == Link::up ? std::string() : " (not connected: " + last_error_ + ")"),
-                  "is Redis reachable? raise --send-timeout / --send-queue-bytes");
+      throw group_.send_timed_out(event, "Redis at " + server_.where() +
+                                             (link_ == Link::up ? std::string() : " (not connected: " + last_error_ + ")"),
+                                  "is Redis reachable? raise --send-timeout / --send-queue-bytes");
+    }
+    if (shutting_down_) {
+      return;
     }
   }
   bool queued = false;
-  for (auto* e : joined) {
-    if (!wants(e->slot.interest.names, event)) {
+  auto send_to = [&](Peers::Expected& e) {
+    if (!group_.wants(e.slot.interest.names, event)) {
       ++counters_.unhandled;  // it has no handler for it: not sent (the mesh's receiver would count it)
-      continue;
+      return;
     }
-    if (e->slot.confirmed) {
-      queue_locked(*e->node, e->conn, e->slot, held, false);
+    if (e.slot.confirmed) {
+      queue_locked(*e.node, e.conn, e.slot, held, false);
       queued = true;
-    } else if (e->slot.backlog_bytes + size <= settings_.send_queue_bytes || e->slot.backlog.empty()) {
-      e->slot.backlog.push_back(held);  // until it said hello again after a reconnect
-      e->slot.backlog_bytes += size;
-      ++counters_.sent;
     } else {
-      ++counters_.dropped;
+      e.slot.backlog.push_back(held);  // until it said hello again after a reconnect (room() held: it fits)
+      e.slot.backlog_bytes += size;
+      ++counters_.sent;
     }
+  };
+  for (auto* e : joined) {
+    send_to(*e);
   }
-  for (auto* e : early) {
-    if (peers_.hold(*e, held, size, settings_.send_queue_bytes)) {
-      ++counters_.sent;
-    } else {
-      ++counters_.dropped;
+  for (auto* e : route.early) {
+    if (group_.hold_locked(lock, changed_, *e, held, size, event, deadline) == Group::Hold::joined && e->conn != 0 &&
+        !shutting_down_) {
+      send_to(*e);
     }
   }
   lock.unlock();
@@ -216,10 +202,6 @@ void RedisTransport::publish_now(Outgoing&& out, bool counted) {
     std::lock_guard lock(mutex_);
     bytes_in_flight_ -= bytes;
   }
-}
-
-bool RedisTransport::wants(const std::optional<std::set<std::string>>& interest, std::string_view name) {
-  return !interest || name.starts_with("ditask.") || name == events::finish || interest->count(std::string(name)) != 0;
 }
 
 void RedisTransport::on_published(redisAsyncContext* ctx, void* /*reply*/, void* privdata) {

@@ -29,20 +29,6 @@ constexpr auto kMaxBackoff = std::chrono::seconds(2);
 constexpr auto kShutdownWait = std::chrono::seconds(5);
 constexpr auto kReplyPause = std::chrono::milliseconds(2);
 
-std::string seconds_text(std::chrono::milliseconds ms) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", static_cast<double>(ms.count()) / 1000.0);
-  return text;
-}
-
-std::string joined_text(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const auto& p : parts) {
-    out += (out.empty() ? "" : "; ") + p;
-  }
-  return out;
-}
-
 std::uint64_t random_instance() {
   std::random_device random;
   return (static_cast<std::uint64_t>(random()) << 32) ^ random() ^ 1u;  // never 0 (0: no process)
@@ -52,7 +38,7 @@ bool is_error(const redisReply* reply) { return reply == nullptr || reply->type 
 
 }  // namespace
 
-RedisTransport::RedisTransport(mesh::MeshSettings common, RedisSettings server)
+RedisTransport::RedisTransport(NodeSettings common, RedisSettings server)
     : settings_(std::move(common)),
       server_(std::move(server)),
       instance_(random_instance()),
@@ -61,7 +47,8 @@ RedisTransport::RedisTransport(mesh::MeshSettings common, RedisSettings server)
       retry_timer_(io_),
       tick_timer_(io_),
       notice_timer_(io_),
-      peers_(mesh::world_beyond_local(settings_)) {
+      group_(settings_, "redis", counters_, world_beyond_local(settings_)),
+      peers_(group_.table()) {
   // Every other worker of this launcher is expected (but those that finished before this one
   // started); a job of several launchers also waits for --world-size peers in all. Topology does
   // not apply: Redis reaches everyone.
@@ -413,31 +400,25 @@ void RedisTransport::tick() {
 }
 
 void RedisTransport::wait_ready() {
-  const auto deadline = std::chrono::steady_clock::now() + settings_.startup_timeout;
   std::unique_lock lock(mutex_);
-  auto done = [&] {
-    return !permanent_error_.empty() || !job_error_.empty() || (link_ == Link::up && peers_.ready());
-  };
-  changed_.wait_until(lock, deadline, done);
+  if (group_.wait_ready(lock, changed_, [&] { return link_ == Link::up; }, [&] { return !permanent_error_.empty(); })) {
+    return;
+  }
   if (!permanent_error_.empty()) {
     throw Error(permanent_error_, permanent_hint_);
   }
-  if (!job_error_.empty()) {
-    throw Error("not ready over Redis at " + server_.where() + ": " + job_error_,
-                "give every launcher of the job the same --world-size: the sum of their --parallel-workers");
-  }
-  if (link_ == Link::up && peers_.ready()) {
-    return;
+  if (peers_.refused()) {
+    throw group_.refused_error();
   }
   if (!reached_once_) {
     throw Error("cannot reach Redis at " + server_.where() + " within " + seconds_text(settings_.startup_timeout) +
                     ": " + (last_error_.empty() ? std::string("no answer") : last_error_),
                 "start redis-server there, or give the right --redis-host / --redis-port (or --redis-url)");
   }
-  throw Error("not ready after " + seconds_text(settings_.startup_timeout) + " over Redis at " + server_.where() +
-                  ": node " + std::to_string(settings_.node_id) + " is still waiting for " +
-                  joined_text(peers_.missing([](const Peers::Expected&) { return std::string("no hello yet"); })),
-              "are those workers running, with the same --run-id and Redis? a slow start needs a longer --startup-timeout");
+  throw group_.not_ready_error([](const Peers::Expected&) { return std::string("no hello yet"); },
+                               " over Redis at " + server_.where(),
+                               "are those workers running, with the same --run-id and Redis? a slow start needs a "
+                               "longer --startup-timeout");
 }
 
 std::vector<PeerInfo> RedisTransport::peers() const {
@@ -517,10 +498,18 @@ void RedisTransport::say_goodbye(bool failed) {
   });
 }
 
-std::shared_ptr<Transport> make_redis(const mesh::MeshSettings& common, const RedisSettings& server) {
+std::shared_ptr<Transport> make_redis(const NodeSettings& common, const RedisSettings& server) {
   auto transport = std::make_shared<RedisTransport>(common, server);
   transport->start();
   return transport;
+}
+
+TransportStarter redis_starter(const WorkerEnv& env) {
+  auto server = redis_settings(env);
+  if (!server) {
+    throw Error("DITASK_PLAN: 'mq' does not name Redis", "worker mode is started by the ditask launcher");
+  }
+  return [server = *server](const NodeSettings& node) { return make_redis(node, server); };
 }
 
 }  // namespace ditask::detail::redis

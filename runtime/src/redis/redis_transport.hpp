@@ -22,8 +22,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "../mesh/settings.hpp"
+#include "../transport/node_settings.hpp"
 #include "../transport/inbox.hpp"
+#include "../transport/peer_group.hpp"
 #include "../transport/peer_table.hpp"
 #include "../transport/transport.hpp"
 #include "make_redis.hpp"
@@ -38,9 +39,9 @@ namespace ditask::detail::redis {
 /// public method is safe from any thread except the io thread.
 class RedisTransport final : public Transport, public std::enable_shared_from_this<RedisTransport> {
  public:
-  /// `common`: the node and the limits (the mesh's settings: node id, labels, the job's other
+  /// `common`: the node and the limits (its id, labels, the job's other
   /// workers, send queue, timeouts); `server`: where Redis is.
-  RedisTransport(mesh::MeshSettings common, RedisSettings server);
+  RedisTransport(NodeSettings common, RedisSettings server);
   ~RedisTransport() override;
   RedisTransport(const RedisTransport&) = delete;
   RedisTransport& operator=(const RedisTransport&) = delete;
@@ -87,6 +88,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
     using Slot = RedisTransport::Slot;
   };
   using Peers = PeerTable<PeerTraits>;
+  using Group = PeerGroup<PeerTraits>;
   // One message on its way to Redis.
   struct Outgoing {
     enum class Kind { event, control, presence };  // an event frame; a notice to the run; SET of the presence key
@@ -161,8 +163,6 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void queue_answer_locked(const PeerRecord& peer);
   // A peer's new interest (set_interest on its side), unless a newer one came first.
   void on_interest(std::int64_t node, std::uint64_t instance, PeerInterest interest);
-  // True when a peer whose interest is `interest` handles event `name` (a runtime event always).
-  static bool wants(const std::optional<std::set<std::string>>& interest, std::string_view name);
   void leave(std::int64_t node, std::uint64_t instance, const std::string& reason);
   void deliver(Incoming& in, const FrameView& frame, std::size_t bytes);
   void release_early_events();
@@ -178,6 +178,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void publish_now(Outgoing&& out, bool counted);
   // A PUBLISH (or SET) answered: its bytes are no longer in flight.
   static void on_published(redisAsyncContext* ctx, void* reply, void* privdata);
+  // True the first time `what` is asked about (the engine's LogOnce).
   bool first_time(const std::string& what);
   // ---- any thread ----
   void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload);
@@ -201,7 +202,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   }
   std::string hello_text() const;
 
-  const mesh::MeshSettings settings_;
+  const NodeSettings settings_;
   const RedisSettings server_;
   const std::uint64_t instance_;
   const std::string own_channel_;
@@ -232,19 +233,18 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
 
   mutable std::mutex mutex_;  // guards the fields down to bytes_in_flight_
   std::condition_variable changed_;  // ready, a permanent failure, room in the send queue, closed
-  Peers peers_;
+  Group group_;   // the engine: the peer table and the policy above the channels
+  Peers& peers_;  // group_.table()
   Link link_ = Link::down;
   bool reached_once_ = false;     // Redis answered at least once
   std::string last_error_;        // why Redis cannot be reached now
   std::string permanent_error_;   // a refusal retrying cannot change (wrong password)
   std::string permanent_hint_;
-  std::string job_error_;         // a peer of this run with another --world-size
   std::vector<Outgoing> outbox_;  // for the io thread to publish
   bool flush_posted_ = false;
   std::size_t bytes_in_flight_ = 0;  // queued or published without a reply yet
   bool shutting_down_ = false;
   bool closed_ = false;
-  std::set<std::string> logged_;
   PeerInterest interest_;  // this node's task's, numbered by change (names nullopt: all)
 
   Inbox inbox_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "make_transport.hpp"
 
+#include <array>
 #include <mutex>
 #include <optional>
 
@@ -13,14 +14,46 @@ namespace {
 std::mutex g_worker_mutex;
 std::optional<TransportPlan> g_worker_plan;   // guarded by g_worker_mutex
 std::shared_ptr<Transport> g_worker_transport;  // guarded by g_worker_mutex
+
+// The one table: a third transport adds a line here and a make_<name>.hpp beside it.
+const std::array<TransportKind, 3> kKinds{{
+    {"tcp", &mesh::mesh_starter},
+    {"ipc", &mesh::mesh_starter},
+    {"redis", &redis::redis_starter},
+}};
 }  // namespace
 
-std::shared_ptr<Transport> make_transport(const TransportPlan& plan) {
-  if (plan.redis) {
-    return redis::make_redis(plan.mesh, *plan.redis);
+std::span<const TransportKind> transport_kinds() { return kKinds; }
+
+std::string transport_scheme(const WorkerEnv& env) {
+  const auto& plan = env.plan;
+  if (plan.is_object() && plan.contains("mq") && plan["mq"].is_object() &&
+      plan["mq"].value("type", std::string()) == "redis") {
+    return "redis";
   }
-  return mesh::make_mesh(plan.mesh);
+  const auto colon = env.listen.find("://");
+  return colon == std::string::npos ? "tcp" : env.listen.substr(0, colon);
 }
+
+TransportPlan transport_plan(const WorkerEnv& env) {
+  TransportPlan plan;
+  plan.scheme = transport_scheme(env);
+  plan.node = node_settings(env);
+  std::string known;
+  for (const auto& kind : kKinds) {
+    if (kind.scheme == plan.scheme) {
+      plan.start = kind.plan(env);
+      return plan;
+    }
+    if (!known.empty()) {
+      known += ", ";
+    }
+    known += std::string(kind.scheme) + "://";
+  }
+  throw Error("no transport for addresses of the form '" + plan.scheme + "://'", "this runtime has " + known);
+}
+
+std::shared_ptr<Transport> make_transport(const TransportPlan& plan) { return plan.start(plan.node); }
 
 void set_worker_transport_plan(TransportPlan plan) {
   std::lock_guard lock(g_worker_mutex);

@@ -24,6 +24,7 @@
 #include "mesh/address.hpp"
 #include "mesh/mesh.hpp"
 #include "mesh/settings.hpp"
+#include "mesh/make_mesh.hpp"
 #include "codec/envelope.hpp"
 #include "internal_access.hpp"
 #include "transport/inline_write.hpp"
@@ -78,11 +79,11 @@ TEST_CASE("mesh: a finished local node is not expected, and a job of several lau
   auto in = mesh::expected_inbound(s);
   REQUIRE(in.size() == 1);
   CHECK(in[0].node_id == 12);
-  CHECK_FALSE(mesh::world_beyond_local(s).has_value());  // one launcher: nodes are expected by name
+  CHECK_FALSE(ditask::detail::world_beyond_local(s).has_value());  // one launcher: nodes are expected by name
   s.world_size = 3;
-  CHECK_FALSE(mesh::world_beyond_local(s).has_value());
+  CHECK_FALSE(ditask::detail::world_beyond_local(s).has_value());
   s.world_size = 8;
-  CHECK(mesh::world_beyond_local(s) == 7);  // 6 peers to join, not 7
+  CHECK(ditask::detail::world_beyond_local(s) == 7);  // 6 peers to join, not 7
 }
 
 TEST_CASE("mesh: two nodes become ready, events arrive once and in order, and are acknowledged", "[mesh]") {
@@ -368,7 +369,7 @@ TEST_CASE("task over the mesh: a peer's finish with a reason that is not a strin
   ditask::detail::RouterIdentity identity;
   identity.node_id = 0;
   ditask::detail::RouterAccess::activate(task.router(), identity);
-  ditask::detail::TransportPlan plan{settings_for(0, nodes), std::nullopt};
+  ditask::detail::TransportPlan plan = mesh::mesh_plan(settings_for(0, nodes));
   ditask::detail::set_worker_transport_plan(plan);
   {
     auto running = task.start();

@@ -17,9 +17,9 @@ using HostMap = std::map<std::string, std::string>;
 
 /// Reads a hosts-format file: "address name [name...]" per line, '#' starts a comment.
 /// Errors: ditask::Error naming the file (unreadable) or the line (an address without a name).
-DITASK_API HostMap read_hosts_file(const std::string& path);
+HostMap read_hosts_file(const std::string& path);
 
 /// The address `name` maps to in `hosts`, or `name` itself.
-DITASK_API std::string mapped_host(const HostMap& hosts, const std::string& name);
+std::string mapped_host(const HostMap& hosts, const std::string& name);
 
 }  // namespace ditask

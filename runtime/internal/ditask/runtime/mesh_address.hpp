@@ -16,6 +16,6 @@ inline constexpr std::string_view kMeshAddressHint = "use tcp://host:port or ipc
 
 /// Why a worker's mesh would refuse `text` ("bad port '0'", "no host", "the ipc path must be
 /// absolute", ...), or "" when it is a valid tcp://host:port or ipc:///absolute/path.
-DITASK_API std::string mesh_address_problem(const std::string& text);
+std::string mesh_address_problem(const std::string& text);
 
 }  // namespace ditask

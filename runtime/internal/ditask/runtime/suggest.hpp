@@ -11,10 +11,10 @@ namespace ditask {
 
 /// The candidate closest to `typo` by edit distance, when close enough to be a likely typo
 /// (distance <= max(2, length / 3)); for "did you mean '...'?" hints.
-DITASK_API std::optional<std::string> closest_match(const std::string& typo,
+std::optional<std::string> closest_match(const std::string& typo,
                                                     const std::vector<std::string>& candidates);
 
 /// "a, b, c" (for hints listing valid choices).
-DITASK_API std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
 
 }  // namespace ditask

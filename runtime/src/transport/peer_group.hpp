@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+// The transport-neutral peer-group engine: the policy every transport follows above its own
+// channels, written once. It owns the peer table and decides, under the transport's lock, who an
+// event goes to ("not a peer" and the frame limit), holding events for a peer that has not joined
+// under the one --send-policy rule, the readiness wait and its errors, the sender of received
+// events (EventMeta), which events a peer is sent (the interest filter), log de-duplication and
+// the loss and drop counters. A transport keeps only how it reaches peers and moves frames: the
+// mesh its links, Redis its channels, the in-process transport of the engine's tests a function
+// call. docs/design.md "Layout" and "One event's path".
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <boost/container/small_vector.hpp>
+
+#include "ditask/error.hpp"
+#include "ditask/event_meta.hpp"
+#include "ditask/runtime/log.hpp"
+#include "inbox.hpp"
+#include "node_settings.hpp"
+#include "peer_table.hpp"
+#include "transport.hpp"
+
+namespace ditask::detail {
+
+/// The sender of the events a peer sends, as its join record tells (`transport`: EventMeta::transport).
+std::shared_ptr<const EventMeta> sender_meta(const PeerRecord& peer, std::string_view transport);
+
+/// The error for an event of `size` bytes over the `limit` of `whom` ("" for this node's own
+/// --max-frame-bytes, else the peer that would refuse it).
+Error frame_too_large(std::string_view event, std::size_t size, std::size_t limit, const std::string& whom = {});
+
+/// Whether a peer whose task handles `interest` (nullopt: everything) is sent event `name`: the
+/// names in `always` (a trailing '.' makes a prefix) are sent to every peer. The task layer
+/// declares them (NodeSettings::always_wanted); a transport does not know event names.
+bool interested(const std::optional<std::set<std::string>>& interest, const std::vector<std::string>& always,
+                std::string_view name);
+
+/// Remembers what was logged once, bounded (repeated refusals stay out of the log).
+class LogOnce {
+ public:
+  /// True the first time `what` is asked about (and always once 1024 entries are kept).
+  bool first_time(const std::string& what) {
+    if (seen_.count(what) != 0) {
+      return false;
+    }
+    if (seen_.size() < 1024) {
+      seen_.insert(what);
+    }
+    return true;
+  }
+
+ private:
+  std::set<std::string> seen_;
+};
+
+/// The engine. `Traits` is the transport's, as for PeerTable (Conn, Held, Slot). Thread: none of
+/// its own; every `_locked` member and table() run under the transport's lock, which the
+/// waiting members take as `lock` and release while they wait on `changed` (which the transport
+/// notifies when a peer joins, leaves or its held events leave).
+template <class Traits>
+class PeerGroup {
+ public:
+  using Table = PeerTable<Traits>;
+  using Expected = typename Table::Expected;
+  using Held = typename Traits::Held;
+
+  /// `transport` names it in errors and EventMeta ("mesh", "redis"); `counters` are the
+  /// transport's TransportStats.
+  PeerGroup(const NodeSettings& settings, std::string transport, TransportCounters& counters,
+            std::optional<std::int64_t> world_size)
+      : settings_(settings), transport_(std::move(transport)), counters_(counters), table_(world_size) {}
+
+  /// The table of expected and joined peers.
+  Table& table() noexcept { return table_; }
+  const Table& table() const noexcept { return table_; }
+  const NodeSettings& settings() const noexcept { return settings_; }
+  TransportCounters& counters() noexcept { return counters_; }
+
+  /// Who one event goes to: peers joined now, and expected peers that never joined (their
+  /// events are held). A peer joined twice (both sides dialled) is chosen once.
+  struct Route {
+    boost::container::small_vector<Expected*, 8> joined;
+    boost::container::small_vector<Expected*, 8> early;
+  };
+  /// Chooses the peers of `target`; `want` is the node to look for (target.node, or the hub a
+  /// relayed send goes through); `to_self`: this node takes it too. Errors: not_a_peer for a
+  /// node that is no peer (`more_hint` is added to the hint that names the connected ones).
+  Route route_locked(const SendTarget& target, std::optional<std::int64_t> want, bool to_self,
+                     const std::string& more_hint = {}) {
+    Route route;
+    bool found = false;
+    for (auto& e : table_.expected()) {
+      if (want && e.node != want) {
+        continue;
+      }
+      if (e.conn != typename Traits::Conn{}) {
+        const auto* j = table_.joined(*e.node);
+        if (!target.label.empty() && (j == nullptr || !labels_match(j->record.labels, target.label))) {
+          continue;
+        }
+        if (std::none_of(route.joined.begin(), route.joined.end(), [&](const Expected* o) { return o->conn == e.conn; })) {
+          route.joined.push_back(&e);
+        }
+        found = true;
+      } else if (!e.joined_ever && target.label.empty()) {
+        route.early.push_back(&e);
+        found = true;
+      }
+    }
+    if (target.node && !found && !(to_self && *target.node == settings_.node_id)) {
+      std::string known;
+      for (const auto& [node, j] : table_.joined()) {
+        if (!known.empty()) {
+          known += ", ";
+        }
+        known += std::to_string(node);
+      }
+      std::string hint = known.empty() ? "no peer is connected" : "connected peers: " + known;
+      if (!more_hint.empty()) {
+        hint += "; " + more_hint;
+      }
+      throw not_a_peer(settings_, *target.node, std::move(hint));
+    }
+    return route;
+  }
+
+  /// What hold_locked() did with an event for a peer that has not joined.
+  enum class Hold {
+    held,     ///< kept until the peer's first join (counted sent)
+    dropped,  ///< --send-policy drop and no room: counted dropped
+    joined,   ///< the peer joined while this waited: send it on the peer's channel instead
+  };
+  /// Holds `event` (of `size` bytes) for `e`, which never joined, bounded by --send-queue-bytes.
+  /// With no room: --send-policy drop drops and counts it; wait waits until there is room or
+  /// the peer joined, until `deadline`. Errors: ditask::Error when that wait times out, or the
+  /// event is over this node's --max-frame-bytes (nothing is held then).
+  template <class Lock, class Cv>
+  Hold hold_locked(Lock& lock, Cv& changed, Expected& e, Held event, std::size_t size, std::string_view name,
+                   std::chrono::steady_clock::time_point deadline) {
+    if (size > settings_.max_frame_bytes) {
+      throw frame_too_large(name, size, settings_.max_frame_bytes);
+    }
+    const auto room = [&] { return Table::has_room(e, size, settings_.send_queue_bytes); };
+    if (!room()) {
+      if (settings_.drop_when_full) {
+        count_dropped(name, Table::name_of(e), "its queue for before it joins is full");
+        return Hold::dropped;
+      }
+      if (!changed.wait_until(lock, deadline, room)) {
+        throw Error("event '" + std::string(name) + "' waited " + seconds_text(settings_.send_timeout) + " for " +
+                        (e.node ? "node " + std::to_string(*e.node) : e.address) + ", which has not joined yet",
+                    "start the peer, or raise --send-timeout / --send-queue-bytes");
+      }
+    }
+    if (e.joined_ever) {
+      return Hold::joined;
+    }
+    table_.hold(e, std::move(event), size, settings_.send_queue_bytes);  // room() held: it fits
+    ++counters_.sent;
+    return Hold::held;
+  }
+
+  /// Counts one event dropped for `whom` under --send-policy drop (or by a relay); logs the
+  /// first and every 1000th.
+  void count_dropped(std::string_view name, const std::string& whom, const char* why) {
+    if (++counters_.dropped % 1000 == 1) {
+      DITASK_LOG(warn, transport_) << "dropped event '" << name << "' for " << whom << ": " << why << " ("
+                                   << counters_.dropped.load() << " dropped so far)";
+    }
+  }
+
+  /// The error of a send that waited `--send-timeout` for room on its way to `whom`.
+  Error send_timed_out(std::string_view name, const std::string& whom, const std::string& hint) const {
+    return Error("event '" + std::string(name) + "': the send queue to " + whom + " stayed full for " +
+                     seconds_text(settings_.send_timeout),
+                 hint);
+  }
+
+  /// Waits until every expected peer joined and `up()` (the transport's own connection is up),
+  /// a peer can never join (table().refused()), `failed()` says the transport cannot start, or
+  /// --startup-timeout passed. True when ready.
+  template <class Lock, class Cv, class Up, class Failed>
+  bool wait_ready(Lock& lock, Cv& changed, Up up, Failed failed) {
+    const auto deadline = std::chrono::steady_clock::now() + settings_.startup_timeout;
+    const auto ready = [&] { return table_.ready() && up(); };
+    changed.wait_until(lock, deadline, [&] { return failed() || table_.refused() || ready(); });
+    return !failed() && ready();
+  }
+  /// The error when a required peer can never join: "<transport> cannot become ready: node N and ...".
+  Error refused_error() const {
+    const auto refusals = table_.refusals();
+    std::string all;
+    for (const auto& r : refusals) {
+      if (!all.empty()) {
+        all += "; ";
+      }
+      all += r;
+    }
+    const bool sizes = all.find("--world-size") != std::string::npos;
+    return Error(transport_ + " cannot become ready: node " + std::to_string(settings_.node_id) + " and " + all,
+                 sizes ? "give every launcher of the job the same --world-size: the sum of their --parallel-workers"
+                       : "give every worker of the job the same --token (or DITASK_TOKEN) and --run-id");
+  }
+  /// The error after --startup-timeout: each missing peer with `why` it is missing; `where` is
+  /// added after the time (" over Redis at ...").
+  Error not_ready_error(const std::function<std::string(const Expected&)>& why, const std::string& where,
+                        const std::string& hint) const {
+    std::string missing;
+    for (const auto& m : table_.missing(why)) {
+      if (!missing.empty()) {
+        missing += "; ";
+      }
+      missing += m;
+    }
+    return Error(transport_ + " not ready after " + seconds_text(settings_.startup_timeout) + where + ": node " +
+                     std::to_string(settings_.node_id) + " is still waiting for " + missing,
+                 hint);
+  }
+
+  /// Whether `interest` (a peer's) asks for event `name` (interested(), with the task layer's names).
+  bool wants(const std::optional<std::set<std::string>>& interest, std::string_view name) const {
+    return interested(interest, settings_.always_wanted, name);
+  }
+
+  /// True the first time `what` is asked about (LogOnce). Caller holds the lock.
+  bool first_time_locked(const std::string& what) { return logged_.first_time(what); }
+
+ private:
+  const NodeSettings& settings_;
+  const std::string transport_;
+  TransportCounters& counters_;
+  Table table_;
+  LogOnce logged_;
+};
+
+}  // namespace ditask::detail
