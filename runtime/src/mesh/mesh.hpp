@@ -170,7 +170,6 @@ class Mesh final : public Transport, public Link::Owner {
   bool first_time(const std::string& what);
 
   const MeshSettings settings_;
-  TransportCounters counters_;
   const RelayPlan relay_plan_;
   Hello own_hello_;
   HandshakeIdentity identity_;  // own_hello_ and the token, for every link's handshake
@@ -205,6 +204,9 @@ class Mesh final : public Transport, public Link::Owner {
 
   std::vector<RemoteEvent> batch_;  // io thread: the events of the read in progress
 
+  // Bumped by every send and receive from several threads: on a cache line of its own, away from
+  // the settings every send reads (group_ keeps a reference; it is not used before this exists).
+  alignas(64) TransportCounters counters_;
 };
 
 /// A control frame's body (hello, auth) holding `payload`.
