@@ -509,3 +509,59 @@ DITASK_MAIN(backpressure) {
   state.wait([](const auto& s) { return s.end_ack; }, "node 1's end_ack");
   result("emitted=" + std::to_string(emitted) + " " + stats_text());
 }
+
+// early_hold (2 workers; count=K size=S go=FILE): node 0 emits K "data" events of S bytes to
+// node 1 from a thread of its own while its start() still waits for node 1, which starts its
+// task only once FILE exists (the test creates it after node 0 said EMITTING). The events wait
+// for node 1's first join in node 0's hold queue (--send-queue-bytes): with --send-policy drop
+// what does not fit is dropped and counted; with wait the emit waits for the join. The same on
+// every transport.
+DITASK_MAIN(early_hold) {
+  auto& task = ditask::task();
+  const Params params;
+  const auto count = params.integer("count", 100);
+  const auto size = static_cast<std::size_t>(params.integer("size", 64 << 10));
+  const std::string go = params.text("go", "");
+  if (node_id() == 1) {
+    while (::access(go.c_str(), F_OK) != 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polls for the test's word, no deadline
+    }
+    Shared<ReceiverState> receiver;
+    auto running = task.start();
+    data_receiver(task, receiver, -1);
+    return;
+  }
+  Shared<SenderState> state;
+  std::int64_t emitted = 0;
+  std::string error;
+  std::thread emitter([&] {
+    const auto blob = pattern_bytes(0, size);
+    // The first emit that the transport takes (before it exists, emit_to_node refuses).
+    for (;;) {
+      try {
+        task.emit_to_node(1, "data", std::int64_t{0}, ditask::kw("blob", blob));
+        break;
+      } catch (const ditask::Error&) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    say("EMITTING", "pid=" + std::to_string(::getpid()));
+    for (emitted = 1; emitted < count; ++emitted) {
+      try {
+        task.emit_to_node(1, "data", emitted, ditask::kw("blob", blob));
+      } catch (const std::exception& e) {
+        error = e.what();
+        break;
+      }
+    }
+  });
+  auto running = task.start();  // returns once node 1 joined
+  watch_receiver(task, state);
+  emitter.join();
+  if (!error.empty()) {
+    say("EMIT_ERROR", error);
+  }
+  task.emit_to_node(1, "end");
+  state.wait([](const auto& s) { return s.end_ack; }, "node 1's end_ack");
+  result("emitted=" + std::to_string(emitted) + " " + stats_text());
+}

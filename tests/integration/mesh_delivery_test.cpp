@@ -3,12 +3,14 @@
 // killed and restarted, exact loss counts and backpressure. The processes a test stops or kills
 // are told apart by the pids the module prints; every step waits for a line, never for time.
 #include <csignal>
+#include <fstream>
 #include <string>
 #include <sys/types.h>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "fixtures.hpp"
 #include "mesh_support.hpp"
 #include "run_ditask.hpp"
 
@@ -51,6 +53,20 @@ RunResult run_backpressure(const Over& over, std::vector<std::string> options) {
   p.require_line("[node 0] BURST_DONE", 60s);
   signal_pid(receiver, SIGCONT);
   return p.wait(60s);
+}
+
+// early_hold over `over`: node 0 emits `count` 64 KiB events to node 1 before node 1 started its
+// task, into a hold queue of 1 MiB; node 1 starts once node 0 said EMITTING.
+RunResult run_early_hold(const Over& over, std::vector<std::string> options, int count) {
+  const TempDir dir;
+  const std::string go = dir.path() + "/go";
+  DitaskProcess p;
+  options.insert(options.end(), {"--send-queue-bytes", "1M", "--", "count=" + std::to_string(count),
+                                 "size=65536", "go=" + go});
+  p.start(over.args(mesh_args("early_hold", 2, options)));
+  p.require_line("[node 0] EMITTING pid=", 60s);
+  std::ofstream(go).put('\n');
+  return p.wait(120s);
 }
 
 long number(const std::string& line, const std::string& key) {
@@ -286,4 +302,30 @@ TEST_CASE("mesh: a full send queue makes emit fail after --send-timeout, losing 
   CHECK(number(result_of(r.out, 1), "received") == emitted);
   CHECK(number(sender, "dropped") == 0);
   CHECK(number(sender, "lost") == 0);
+}
+
+TEST_CASE("mesh: events for a peer that never joined yet wait in a bounded queue, the one --send-policy rule",
+          "[mesh][integration][delivery][redis]") {
+  // Before the engine, Redis dropped what did not fit whatever the policy; the mesh waited.
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  const std::string policy = GENERATE(as<std::string>{}, "wait", "drop");
+  CAPTURE(transport, policy);
+  const Over over(transport);
+  auto r = run_early_hold(over, {"--send-policy", policy}, 100);  // 6.25 MiB into a 1 MiB hold queue
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(tagged(r.out, 0, "EMIT_ERROR").empty());
+  const auto sender = result_of(r.out, 0);
+  const long received = number(result_of(r.out, 1), "received");
+  CHECK(number(sender, "emitted") == 100);
+  CHECK(number(sender, "lost") == 0);
+  if (policy == "wait") {
+    CHECK(received == 100);  // the emit waited for node 1's join: nothing dropped
+    CHECK(number(sender, "dropped") == 0);
+  } else {
+    const long dropped = number(sender, "dropped");
+    CHECK(dropped > 0);
+    CHECK(received + dropped == 100);
+    CHECK(contains_nocase(r.err, "dropped event 'data' for node 1"));
+  }
 }
