@@ -136,8 +136,6 @@ class Mesh final : public Transport, public Link::Owner {
   // Hub: queues a relayed copy on the joined link `to` (counted sent, lost if it just closed, or
   // dropped when its queue is full or the event too large for it). Thread: io.
   void forward_relayed(const std::shared_ptr<Link>& to, const BodyPtr& body, std::uint64_t sender);
-  // Hub: holds a relayed copy for a spoke that has not joined yet, bounded like its early queue.
-  void hold_relayed_locked(Dest& d, const BodyPtr& body, std::uint64_t sender);
   // Counts one event the relay dropped; logs the first and every 1000th.
   void relay_dropped(const std::string& whom, const char* why);
   void hand_over(std::vector<RemoteEvent>&& events);

@@ -111,42 +111,27 @@ bool Mesh::relay_to_one(const std::shared_ptr<Link>& from, Frame& frame) {
     frame.payload.assign(payload.begin(), payload.end());
   }
   auto body = std::make_shared<Body>(Body{frame.topic, std::move(frame.payload)});
-  std::shared_ptr<Link> to;
+  std::optional<std::shared_ptr<Link>> to;
   {
     std::lock_guard lock(mutex_);
-    if (const auto* j = peers_.joined(node)) {
-      to = j->conn;
-    } else {
-      Dest* d = peers_.find_node(node);
-      if (d != nullptr && !d->joined_ever) {
-        hold_relayed_locked(*d, body, frame.sender);
-      } else {
-        relay_dropped("node " + std::to_string(node), "it is not connected");
-      }
-    }
+    to = group_.relay_one_locked(
+        node, [&] { return Link::Pending{body, frame.sender, kFlagRelayed}; }, body->size());
   }
   if (to) {
-    forward_relayed(to, body, frame.sender);
+    forward_relayed(*to, body, frame.sender);
   }
   from->done(frame.seq, bytes, true);  // the hub's part is done: forwarded, held, or counted as dropped
   return false;
 }
 
 void Mesh::relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::uint64_t sender) {
-  std::vector<std::shared_ptr<Link>> to;
+  boost::container::small_vector<std::shared_ptr<Link>, 8> to;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [node, j] : peers_.joined()) {
-      if (j.conn != from && static_cast<std::uint64_t>(node) != sender) {
-        to.push_back(j.conn);
-      }
-    }
     // A spoke that has not joined yet gets it after its hello, like any event emitted early.
-    for (auto& d : peers_.expected()) {
-      if (!d.joined_ever && !d.conn && !(d.node && static_cast<std::uint64_t>(*d.node) == sender)) {
-        hold_relayed_locked(d, body, sender);
-      }
-    }
+    to = group_.relay_route_locked(
+        from, static_cast<std::int64_t>(sender), [&] { return Link::Pending{body, sender, kFlagRelayed}; },
+        body->size());
   }
   for (const auto& link : to) {
     forward_relayed(link, body, sender);
@@ -169,14 +154,6 @@ void Mesh::forward_relayed(const std::shared_ptr<Link>& to, const BodyPtr& body,
     default:
       relay_dropped(to->peer(), "its send queue is full or the event too large");
   }
-}
-
-void Mesh::hold_relayed_locked(Dest& d, const BodyPtr& body, std::uint64_t sender) {
-  if (!peers_.hold(d, Link::Pending{body, sender, kFlagRelayed}, body->size(), settings_.send_queue_bytes)) {
-    relay_dropped(Peers::name_of(d), "its queue for before it joins is full");
-    return;
-  }
-  ++counters_.sent;
 }
 
 void Mesh::relay_dropped(const std::string& whom, const char* why) {

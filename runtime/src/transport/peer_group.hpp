@@ -172,6 +172,43 @@ class PeerGroup {
     return Hold::held;
   }
 
+  /// A star hub's relay of an event from node `sender` that came over `from`: the joined peers
+  /// to forward it to (all but those two), each once. Every expected peer that never joined (and
+  /// is not the sender) gets a copy held, never waited for (`held` makes one; the relaying
+  /// thread is the io thread): counted sent, or dropped when its queue for before it joins is full.
+  template <class MakeHeld>
+  boost::container::small_vector<typename Traits::Conn, 8> relay_route_locked(const typename Traits::Conn& from,
+                                                                              std::int64_t sender, MakeHeld held,
+                                                                              std::size_t size) {
+    boost::container::small_vector<typename Traits::Conn, 8> to;
+    for (const auto& [node, j] : table_.joined()) {
+      if (!(j.conn == from) && node != sender) {
+        to.push_back(j.conn);
+      }
+    }
+    for (auto& e : table_.expected()) {
+      if (!e.joined_ever && e.conn == typename Traits::Conn{} && e.node != sender) {
+        hold_relayed_locked(e, held(), size);
+      }
+    }
+    return to;
+  }
+  /// A relayed copy for `node` alone (a spoke's emit_to_node for another spoke): its joined
+  /// connection, or nothing when it was held (never joined: as relay_route_locked) or dropped
+  /// (it left, or is no peer).
+  template <class MakeHeld>
+  std::optional<typename Traits::Conn> relay_one_locked(std::int64_t node, MakeHeld held, std::size_t size) {
+    if (const auto* j = table_.joined(node)) {
+      return j->conn;
+    }
+    if (auto* e = table_.find_node(node); e != nullptr && !e->joined_ever) {
+      hold_relayed_locked(*e, held(), size);
+    } else {
+      count_dropped("(relayed)", "node " + std::to_string(node), "it is not connected");
+    }
+    return std::nullopt;
+  }
+
   /// Counts one event dropped for `whom` under --send-policy drop (or by a relay); logs the
   /// first and every 1000th.
   void count_dropped(std::string_view name, const std::string& whom, const char* why) {
@@ -227,6 +264,15 @@ class PeerGroup {
     return Error(transport_ + " not ready after " + seconds_text(settings_.startup_timeout) + where + ": node " +
                      std::to_string(settings_.node_id) + " is still waiting for " + missing,
                  hint);
+  }
+
+  // A relayed copy held for `e` until its first join, or dropped when that queue is full.
+  void hold_relayed_locked(Expected& e, Held event, std::size_t size) {
+    if (!table_.hold(e, std::move(event), size, settings_.send_queue_bytes)) {
+      count_dropped("(relayed)", Table::name_of(e), "its queue for before it joins is full");
+      return;
+    }
+    ++counters_.sent;
   }
 
   /// Whether `interest` (a peer's) asks for event `name` (interested(), with the task layer's names).
