@@ -234,3 +234,39 @@ TEST_CASE("peer group: LogOnce says yes once per text, and stays bounded", "[uni
   CHECK(once.first_time("new after the bound"));
   CHECK(once.first_time("new after the bound"));  // no longer remembered: logged again, never unbounded
 }
+
+TEST_CASE("peer group: a star hub relays to every joined peer but the sender, holds for spokes not joined",
+          "[unit][peer-group]") {
+  // The engine alone, over a table whose connections are numbers and held events texts.
+  struct Traits {
+    using Conn = int;  // 0: none
+    using Held = std::string;
+    struct Slot {};
+  };
+  using Group = ditask::detail::PeerGroup<Traits>;
+  auto s = node(0);
+  s.send_queue_bytes = 1;  // one held copy per spoke, then drops
+  ditask::detail::TransportCounters counters;
+  Group group(s, "test", counters, std::nullopt);
+  for (std::int64_t n = 1; n <= 4; ++n) {
+    Group::Expected e;
+    e.node = n;
+    e.address = "test://" + std::to_string(n);
+    group.table().expect(std::move(e));
+  }
+  for (std::int64_t n = 1; n <= 3; ++n) {
+    ditask::detail::PeerRecord r;
+    r.node = n;
+    r.instance = static_cast<std::uint64_t>(n);
+    group.table().join(r, static_cast<int>(10 * n), "");
+  }
+  // From node 1 (over connection 10): to 2 and 3; node 4 never joined: held.
+  const auto to = group.relay_route_locked(10, 1, [] { return std::string("copy"); }, 4);
+  CHECK(std::vector<int>(to.begin(), to.end()) == std::vector<int>{20, 30});
+  CHECK(counters.sent == 1);
+  group.relay_route_locked(10, 1, [] { return std::string("copy"); }, 4);  // its queue is full now
+  CHECK(counters.dropped == 1);
+  CHECK(group.relay_one_locked(3, [] { return std::string("one"); }, 3) == std::optional<int>(30));
+  CHECK_FALSE(group.relay_one_locked(9, [] { return std::string("one"); }, 3).has_value());  // no peer: dropped
+  CHECK(counters.dropped == 2);
+}
