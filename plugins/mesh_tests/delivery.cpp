@@ -554,6 +554,7 @@ DITASK_MAIN(early_hold) {
         break;
       }
     }
+    say("EMITTED", "emitted=" + std::to_string(emitted));
   });
   auto running = task.start();  // returns once node 1 joined
   watch_receiver(task, state);
