@@ -252,9 +252,7 @@ TransportStarter mesh_starter(const WorkerEnv& env) {
 }
 
 TransportPlan mesh_plan(const MeshSettings& settings) {
-  const auto colon = settings.listen.find("://");
-  return TransportPlan{colon == std::string::npos ? "tcp" : settings.listen.substr(0, colon), settings,
-                       starter_of(settings)};
+  return TransportPlan{scheme_of(settings.listen), settings, starter_of(settings)};
 }
 
 }  // namespace ditask::detail::mesh

@@ -63,8 +63,9 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
   auto room = [&] { return shutting_down_ || (queue_room() && slow_reader() == nullptr); };
   if (!room()) {
     if (settings_.drop_when_full) {
+      const std::string whom = "Redis at " + server_.where();
       for (std::size_t i = 0; i < joined.size() + route.early.size(); ++i) {
-        group_.count_dropped(event, "Redis at " + server_.where(), "the queue to it or a reader's window is full");
+        group_.count_dropped(event, whom, "the queue to it or a reader's window is full");
       }
       return;
     }

@@ -13,15 +13,6 @@ std::uint64_t next_instance() {
   return ++counter;
 }
 
-std::shared_ptr<const EventMeta> meta_of_self(const NodeSettings& s) {
-  auto meta = std::make_shared<EventMeta>();
-  meta->sender = s.node_id;
-  meta->attempt = static_cast<int>(s.attempt);
-  meta->labels.assign(s.labels.begin(), s.labels.end());
-  meta->transport = "inproc";
-  meta->remote = true;
-  return meta;
-}
 }  // namespace
 
 void Network::join(const std::shared_ptr<InprocTransport>& t) {
@@ -72,7 +63,7 @@ InprocTransport::InprocTransport(std::shared_ptr<Network> network, NodeSettings 
     : network_(std::move(network)),
       settings_(std::move(settings)),
       instance_(next_instance()),
-      own_meta_(meta_of_self(settings_)),
+      own_meta_(sender_meta(record(), "inproc")),  // settings_ and instance_ are set by now
       group_(settings_, "inproc", counters_, world_beyond_local(settings_)) {
   for (const auto node : expected) {
     Peers::Expected e;

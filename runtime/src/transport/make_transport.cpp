@@ -25,14 +25,18 @@ const std::array<TransportKind, 3> kKinds{{
 
 std::span<const TransportKind> transport_kinds() { return kKinds; }
 
+std::string scheme_of(const std::string& address) {
+  const auto colon = address.find("://");
+  return colon == std::string::npos ? "tcp" : address.substr(0, colon);
+}
+
 std::string transport_scheme(const WorkerEnv& env) {
   const auto& plan = env.plan;
   if (plan.is_object() && plan.contains("mq") && plan["mq"].is_object() &&
       plan["mq"].value("type", std::string()) == "redis") {
     return "redis";
   }
-  const auto colon = env.listen.find("://");
-  return colon == std::string::npos ? "tcp" : env.listen.substr(0, colon);
+  return scheme_of(env.listen);
 }
 
 TransportPlan transport_plan(const WorkerEnv& env) {

@@ -37,6 +37,9 @@ struct TransportKind {
 /// Every transport this runtime has: tcp://, ipc:// (the mesh), redis://.
 std::span<const TransportKind> transport_kinds();
 
+/// The scheme of an address ("tcp" for "tcp://host:port"; "tcp" when it has none).
+std::string scheme_of(const std::string& address);
+
 /// The URL scheme the contract names: "redis" when DITASK_PLAN's "mq" says so, else the scheme of
 /// the worker's listening address ("tcp" when it has none).
 std::string transport_scheme(const WorkerEnv& env);

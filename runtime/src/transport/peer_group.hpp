@@ -27,6 +27,7 @@
 #include "ditask/error.hpp"
 #include "ditask/event_meta.hpp"
 #include "ditask/runtime/log.hpp"
+#include "ditask/runtime/suggest.hpp"
 #include "inbox.hpp"
 #include "node_settings.hpp"
 #include "peer_table.hpp"
@@ -120,13 +121,11 @@ class PeerGroup {
       }
     }
     if (target.node && !found && !(to_self && *target.node == settings_.node_id)) {
-      std::string known;
+      std::vector<std::string> connected;
       for (const auto& [node, j] : table_.joined()) {
-        if (!known.empty()) {
-          known += ", ";
-        }
-        known += std::to_string(node);
+        connected.push_back(std::to_string(node));
       }
+      const std::string known = join(connected);
       std::string hint = known.empty() ? "no peer is connected" : "connected peers: " + known;
       if (!more_hint.empty()) {
         hint += "; " + more_hint;
@@ -237,14 +236,7 @@ class PeerGroup {
   }
   /// The error when a required peer can never join: "<transport> cannot become ready: node N and ...".
   Error refused_error() const {
-    const auto refusals = table_.refusals();
-    std::string all;
-    for (const auto& r : refusals) {
-      if (!all.empty()) {
-        all += "; ";
-      }
-      all += r;
-    }
+    const std::string all = join(table_.refusals(), "; ");
     const bool sizes = all.find("--world-size") != std::string::npos;
     return Error(transport_ + " cannot become ready: node " + std::to_string(settings_.node_id) + " and " + all,
                  sizes ? "give every launcher of the job the same --world-size: the sum of their --parallel-workers"
@@ -254,15 +246,8 @@ class PeerGroup {
   /// added after the time (" over Redis at ...").
   Error not_ready_error(const std::function<std::string(const Expected&)>& why, const std::string& where,
                         const std::string& hint) const {
-    std::string missing;
-    for (const auto& m : table_.missing(why)) {
-      if (!missing.empty()) {
-        missing += "; ";
-      }
-      missing += m;
-    }
     return Error(transport_ + " not ready after " + seconds_text(settings_.startup_timeout) + where + ": node " +
-                     std::to_string(settings_.node_id) + " is still waiting for " + missing,
+                     std::to_string(settings_.node_id) + " is still waiting for " + join(table_.missing(why), "; "),
                  hint);
   }
 
