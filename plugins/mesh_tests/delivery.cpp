@@ -2,13 +2,18 @@
 // Mesh test module, part 2: delivery guarantees (order, exactly once, large bursts, star with and
 // without relay, restarts, exact loss counts, backpressure). Checked by
 // tests/integration/mesh_delivery_test.cpp.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "mesh_tests.hpp"
@@ -510,12 +515,12 @@ DITASK_MAIN(backpressure) {
   result("emitted=" + std::to_string(emitted) + " " + stats_text());
 }
 
-// early_hold (2 workers; count=K size=S go=FILE): node 0 emits K "data" events of S bytes to
+// early_hold (2 workers; count=K size=S go=FIFO): node 0 emits K "data" events of S bytes to
 // node 1 from a thread of its own while its start() still waits for node 1, which starts its
-// task only once FILE exists (the test creates it after node 0 said EMITTING). The events wait
-// for node 1's first join in node 0's hold queue (--send-queue-bytes): with --send-policy drop
-// what does not fit is dropped and counted; with wait the emit waits for the join. The same on
-// every transport.
+// task only once it read the test's word from the named pipe FIFO (written after node 0 said
+// EMITTING, or EMITTED). The events wait for node 1's first join in node 0's hold queue
+// (--send-queue-bytes): with --send-policy drop what does not fit is dropped and counted; with
+// wait the emit waits for the join. The same on every transport.
 DITASK_MAIN(early_hold) {
   auto& task = ditask::task();
   const Params params;
@@ -523,9 +528,13 @@ DITASK_MAIN(early_hold) {
   const auto size = static_cast<std::size_t>(params.integer("size", 64 << 10));
   const std::string go = params.text("go", "");
   if (node_id() == 1) {
-    while (::access(go.c_str(), F_OK) != 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polls for the test's word, no deadline
+    // Blocks until the test opens the pipe, then until it wrote its word (or closed it).
+    const int fd = ::open(go.c_str(), O_RDONLY | O_CLOEXEC);
+    char word = 0;
+    if (fd < 0 || ::read(fd, &word, 1) != 1) {
+      throw std::runtime_error("early_hold: no word from the test on " + go);
     }
+    ::close(fd);
     Shared<ReceiverState> receiver;
     auto running = task.start();
     data_receiver(task, receiver, -1);
@@ -534,16 +543,24 @@ DITASK_MAIN(early_hold) {
   Shared<SenderState> state;
   std::int64_t emitted = 0;
   std::string error;
+  std::atomic<bool> start_ended{false};
   std::thread emitter([&] {
     const auto blob = pattern_bytes(0, size);
-    // The first emit that the transport takes (before it exists, emit_to_node refuses).
-    for (;;) {
+    // The first emit that the transport takes: before start() attached it, emit_to_node
+    // refuses, and nothing a module can wait on says when it is attached; so this retries each
+    // millisecond, until it is taken or start() ended (it failed, or node 1 joined first).
+    bool taken = false;
+    while (!taken && !start_ended.load()) {
       try {
         task.emit_to_node(1, "data", std::int64_t{0}, ditask::kw("blob", blob));
-        break;
+        taken = true;
       } catch (const ditask::Error&) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
+    }
+    if (!taken) {
+      error = "the transport never took the first emit before start() ended";
+      return;
     }
     say("EMITTING", "pid=" + std::to_string(::getpid()));
     for (emitted = 1; emitted < count; ++emitted) {
@@ -556,7 +573,15 @@ DITASK_MAIN(early_hold) {
     }
     say("EMITTED", "emitted=" + std::to_string(emitted));
   });
-  auto running = task.start();  // returns once node 1 joined
+  std::optional<ditask::Running> running;
+  try {
+    running.emplace(task.start());  // returns once node 1 joined
+  } catch (...) {
+    start_ended = true;
+    emitter.join();
+    throw;
+  }
+  start_ended = true;
   watch_receiver(task, state);
   emitter.join();
   if (!error.empty()) {

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <fstream>
 #include <string>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <vector>
 
@@ -56,17 +57,19 @@ RunResult run_backpressure(const Over& over, std::vector<std::string> options) {
 }
 
 // early_hold over `over`: node 0 emits `count` 64 KiB events to node 1 before node 1 started its
-// task, into a hold queue of 1 MiB; node 1 starts once node 0 said `word` (EMITTING: its first
-// emit was taken; EMITTED: every emit returned, which under --send-policy wait needs node 1).
+// task, into a hold queue of 1 MiB; node 1 starts once the test, after node 0 said `word`, wrote
+// to the named pipe node 1 waits on (EMITTING: its first emit was taken; EMITTED: every emit
+// returned, which under --send-policy wait needs node 1).
 RunResult run_early_hold(const Over& over, std::vector<std::string> options, int count, const std::string& word) {
   const TempDir dir;
   const std::string go = dir.path() + "/go";
+  REQUIRE(::mkfifo(go.c_str(), 0600) == 0);
   DitaskProcess p;
   options.insert(options.end(), {"--send-queue-bytes", "1M", "--", "count=" + std::to_string(count),
                                  "size=65536", "go=" + go});
   p.start(over.args(mesh_args("early_hold", 2, options)));
   p.require_line("[node 0] " + word + " ", 60s);
-  std::ofstream(go).put('\n');
+  std::ofstream(go).put('\n');  // opening waits for node 1, which waits on the pipe from its start
   return p.wait(120s);
 }
 
