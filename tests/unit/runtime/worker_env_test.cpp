@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "internal_access.hpp"
+#include "transport/make_transport.hpp"
 #include "transport/transport.hpp"
 
 #include <ditask/ditask.hpp>
@@ -204,4 +205,23 @@ TEST_CASE("worker_main calls the entry and maps the outcome to an exit code", "[
     CHECK(run_worker({"ditask"}) == 2);
   }
   CHECK_FALSE(ditask::task().running());
+}
+
+TEST_CASE("an address of a scheme no transport registered is refused, naming the schemes there are", "[worker]") {
+  const auto env = ditask::parse_worker_env(
+      {{"DITASK_NODE_ID", "0"}, {"DITASK_PACKAGE", "x"}, {"DITASK_MAIN", "m"}, {"DITASK_LISTEN", "udp://127.0.0.1:9"}});
+  CHECK(ditask::detail::transport_scheme(env) == "udp");
+  try {
+    ditask::detail::transport_plan(env);
+    FAIL("expected a ditask::Error");
+  } catch (const ditask::Error& e) {
+    CHECK(std::string(e.what()) == "no transport for addresses of the form 'udp://'");
+    CHECK(e.hint() == "this runtime has tcp://, ipc://, redis://");
+  }
+  // In worker mode that is a bad contract: exit code 2 before the entry runs.
+  const std::string faults = std::string(DITASK_MODULE_DIR) + "/libfaults.so";
+  ScopedEnv scoped({{"DITASK_NODE_ID", "5"}, {"DITASK_PACKAGE", faults}, {"DITASK_MAIN", "noop"},
+                    {"DITASK_LISTEN", "udp://127.0.0.1:9"}});
+  CHECK(run_worker({"ditask"}) == 2);
+  CHECK(ditask::detail::worker_transport(true) == nullptr);
 }
