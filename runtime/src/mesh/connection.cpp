@@ -71,6 +71,12 @@ std::string Link::peer() const {
   return peer_name_;
 }
 
+Blocked Link::blocked() const {
+  return {peer(),
+          "the peer handles events slower than they are emitted; raise --send-queue-bytes or --send-timeout, or "
+          "use --send-policy drop"};
+}
+
 void Link::set_peer_name(std::string name) {
   std::lock_guard lock(mutex_);
   peer_name_ = std::move(name);

@@ -27,16 +27,14 @@
 #include "handshake.hpp"
 #include "hello.hpp"
 #include "link_limits.hpp"
-#include "outgoing_event.hpp"
+#include "../transport/channel.hpp"
+#include "../transport/outgoing_event.hpp"
 #include "read_buffer_pool.hpp"
 
 namespace ditask::detail::mesh {
 
 using Socket = boost::asio::generic::stream_protocol::socket;
 
-
-/// What Link::send_event did.
-enum class SendResult { queued, dropped, timed_out, closed };
 
 /// One connection. Reads frames and hands them to its Owner, writes queued frames in as few
 /// writes as possible. The send queue is bounded in bytes; event frames are numbered from 1 and
@@ -47,7 +45,7 @@ enum class SendResult { queued, dropped, timed_out, closed };
 /// Writing belongs to whoever holds the write token: the io thread, or an emitting thread that
 /// found the link idle and holds an inline-write grant (transport/inline_write.hpp); it writes
 /// without the lock held. send_*, close and delivered() are called from any thread.
-class Link final : public Receipt, public std::enable_shared_from_this<Link> {
+class Link final : public Receipt, public Channel, public std::enable_shared_from_this<Link> {
  public:
   /// Receives what a Link reads. Called on the io thread.
   class Owner {
@@ -89,7 +87,11 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   /// `write_here`: the caller holds an inline-write grant; when the link is idle it writes the
   /// frame itself (no io-thread wake-up).
   SendResult send_event(OutgoingEvent& event, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
-                        Deadline& deadline, bool write_here = false);
+                        Deadline& deadline, bool write_here) override;
+  /// Channel: the peer's --max-frame-bytes (its hello's). Only for an established link.
+  std::size_t max_event_bytes() const noexcept override { return handshake_.hello()->max_frame_bytes; }
+  /// Channel: the link and what to do about a peer that reads slower than this node sends.
+  Blocked blocked() const override;
   /// An event waiting for a peer's first hello.
   struct Pending {
     BodyPtr body;
@@ -133,7 +135,7 @@ class Link final : public Receipt, public std::enable_shared_from_this<Link> {
   bool wait_acked(std::chrono::steady_clock::time_point deadline);
 
   /// The other side, for log lines: its address, then `node N (address)` after the hello.
-  std::string peer() const;
+  std::string peer() const override;
   /// True when this side dialled.
   bool dialled() const noexcept { return !dial_address_.empty(); }
   /// The address this side dialled ("" when the peer dialled us).

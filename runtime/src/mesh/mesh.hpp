@@ -99,6 +99,8 @@ class Mesh final : public Transport, public Link::Owner {
     using Conn = std::shared_ptr<Link>;
     using Held = Link::Pending;
     using Slot = DialSlot;
+    using ChannelRef = std::shared_ptr<Link>;  // a link is a peer's channel
+    static ChannelRef channel(const auto& joined) { return joined.conn; }
   };
   using Peers = PeerTable<PeerTraits>;
   using Group = PeerGroup<PeerTraits>;
@@ -161,9 +163,6 @@ class Mesh final : public Transport, public Link::Owner {
   // `routes` keeps the links alive while they are used (no reference count per link and send).
   bool route_fast(const SendTarget& target, std::optional<std::int64_t> want, std::shared_ptr<const Routes>& routes,
                   boost::container::small_vector<Link*, 8>& links) const;
-  // Throws when the event is larger than what one of `links` accepts (frame_too_large).
-  static void check_frame_limits(const boost::container::small_vector<Link*, 8>& links,
-                                 std::string_view event, std::size_t size);
   /// True the first time `what` is asked about (the engine's LogOnce: repeated refusals stay out of the log).
   bool first_time(const std::string& what);
 

@@ -143,7 +143,7 @@ void Mesh::forward_relayed(const std::shared_ptr<Link>& to, const BodyPtr& body,
   Deadline now(std::chrono::milliseconds(0));
   const SendResult result = body->size() > to->hello()->max_frame_bytes
                                 ? SendResult::dropped
-                                : to->send_event(out, sender, kFlagRelayed, true, now);
+                                : to->send_event(out, sender, kFlagRelayed, true, now, false);
   switch (result) {
     case SendResult::queued:
       ++counters_.sent;
@@ -218,54 +218,28 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   const std::uint16_t flags = target.node || !target.label.empty() ? kFlagTargeted : 0;
   const std::optional<std::int64_t> want = hub ? hub : target.node;
   // On the stack for the usual handful of peers: send() is emit's hot path.
-  // Raw pointers: `routes` (the fast path) or `owners` (the locked one) keeps them alive.
+  // Raw pointers: `routes` (the fast path) keeps them alive; the locked path's channels own theirs.
   boost::container::small_vector<Link*, 8> links;
   std::shared_ptr<const Routes> routes;
-  boost::container::small_vector<std::shared_ptr<Link>, 8> owners;
+  Group::Channels channels;
   if (route_fast(target, want, routes, links)) {
-    check_frame_limits(links, event, size);
+    Group::check_frame_limits(links, event, size);
   } else {
-    links.clear();
     std::unique_lock lock(mutex_);
-    auto route = group_.route_locked(target, want, to_self, target.node ? relay_plan_.unreachable_hint(*target.node) : "");
-    for (Dest* d : route.joined) {
-      links.push_back(d->conn.get());
-      owners.push_back(d->conn);
-    }
-    check_frame_limits(links, event, size);
-    for (Dest* d : route.early) {
-      // Before a peer's first hello its events wait here, bounded like a send queue.
-      const auto held = group_.hold_locked(lock, room_changed_, *d,
-                                           Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), flags},
-                                           size, event, deadline.at());
-      if (held == Group::Hold::joined && d->conn &&
-          std::find(links.begin(), links.end(), d->conn.get()) == links.end()) {
-        links.push_back(d->conn.get());
-        owners.push_back(d->conn);
-      }
-    }
+    // Before a peer's first hello its events wait here, bounded like a send queue.
+    channels = group_.route_and_hold_locked(
+        lock, room_changed_, target, want, to_self, target.node ? relay_plan_.unreachable_hint(*target.node) : "",
+        event, size, [&] { return Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), flags}; },
+        deadline);
   }
   // A reply (a handler's first emit) or an emit right after a wait is written by this thread
   // when the link is idle; the io thread batches the rest.
-  const bool write_here = !links.empty() && take_inline_write();
-  for (Link* link : links) {
-    switch (link->send_event(out, static_cast<std::uint64_t>(settings_.node_id), flags, settings_.drop_when_full,
-                             deadline, write_here)) {
-      case SendResult::queued:
-        ++counters_.sent;
-        break;
-      case SendResult::dropped:
-        group_.count_dropped(event, link->peer(), "its send queue is full");
-        break;
-      case SendResult::closed:
-        ++counters_.lost;
-        DITASK_LOG(debug, "mesh") << "event '" << event << "' not sent: " << link->peer() << " just left";
-        break;
-      case SendResult::timed_out:
-        throw group_.send_timed_out(event, link->peer(),
-                                    "the peer handles events slower than they are emitted; raise --send-queue-bytes or "
-                                    "--send-timeout, or use --send-policy drop");
-    }
+  const bool write_here = (!links.empty() || !channels.empty()) && take_inline_write();
+  const auto sender = static_cast<std::uint64_t>(settings_.node_id);
+  if (channels.empty()) {
+    group_.send_on(links, out, event, sender, flags, deadline, write_here);
+  } else {
+    group_.send_on(channels, out, event, sender, flags, deadline, write_here);
   }
   if (to_self) {
     RemoteEvent e;
@@ -279,16 +253,6 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
       e.args = codec::decode_event_args(out.payload());
     }
     hand_over({std::move(e)});
-  }
-}
-
-void Mesh::check_frame_limits(const boost::container::small_vector<Link*, 8>& links,
-                              std::string_view event, std::size_t size) {
-  for (const Link* link : links) {
-    const auto limit = link->hello()->max_frame_bytes;
-    if (size > limit) {
-      throw frame_too_large(event, size, limit, link->peer());
-    }
   }
 }
 

@@ -178,11 +178,12 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest, boo
       }
       early_interest_.erase(kept);
     }
-    for (const auto& h : join.held) {
-      --counters_.sent;  // counted when it was held
-      if (group_.wants(slot.interest.names, std::string_view(h.topic).substr(settings_.topic_prefix.size()))) {
+    slot.channel = std::make_shared<PeerChannel>(*this, peer.node, peer.instance);
+    for (const auto& h : join.held) {  // counted sent when it was held
+      if (group_.wants(slot.interest.names, std::string_view(h.body->topic).substr(settings_.topic_prefix.size()))) {
         queue_locked(peer.node, peer.instance, slot, h);
       } else {
+        --counters_.sent;
         ++counters_.unhandled;
       }
     }
@@ -211,8 +212,7 @@ void RedisTransport::flush_backlog_locked(std::int64_t node, std::uint64_t to, S
   slot.backlog.clear();
   slot.backlog_bytes = 0;
   for (const auto& h : backlog) {
-    queue_locked(node, to, slot, h);
-    --counters_.sent;  // counted when it was kept
+    queue_locked(node, to, slot, h);  // counted sent when it was kept
   }
 }
 

@@ -30,90 +30,89 @@ void RedisTransport::send_packed(const SendTarget& target, std::string_view even
 }
 
 void RedisTransport::send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) {
-  Held held{settings_.topic_prefix + std::string(event), nullptr};
-  const std::size_t size = held.topic.size() + payload.size() + kFrameHeaderBytes;
+  const std::string topic = settings_.topic_prefix + std::string(event);
+  const std::size_t size = topic.size() + payload.size() + kFrameHeaderBytes;
   if (size > settings_.max_frame_bytes) {
     throw frame_too_large(event, size, settings_.max_frame_bytes);
   }
-  held.payload = std::make_shared<const std::vector<std::uint8_t>>(payload.begin(), payload.end());
-  const auto deadline = std::chrono::steady_clock::now() + settings_.send_timeout;
-  std::unique_lock lock(mutex_);
-  if (shutting_down_) {
-    return;
-  }
-  auto route = group_.route_locked(target, target.node, false);
-  auto& joined = route.joined;
-  // Bounded like a mesh send queue: what is on its way to Redis; per receiver, what it has not
-  // said it read (kReadWindowBytes); and what waits for a receiver to say hello again after a
-  // reconnect (--send-queue-bytes). The one --send-policy rule: drop counts, wait waits.
-  const std::size_t want = size * (joined.size() + route.early.size());
-  auto queue_room = [&] { return bytes_in_flight_ == 0 || bytes_in_flight_ + want <= settings_.send_queue_bytes; };
-  auto backlog_room = [&](const Peers::Expected& e) {
-    return e.slot.backlog.empty() || e.slot.backlog_bytes + size <= settings_.send_queue_bytes;
-  };
-  auto slow_reader = [&]() -> const Peers::Expected* {
-    for (const auto* e : joined) {
-      if (e->conn != 0 && group_.wants(e->slot.interest.names, event) &&
-          (e->slot.confirmed ? !e->slot.window.has_room(size, kReadWindowBytes) : !backlog_room(*e))) {
-        return e;
-      }
-    }
-    return nullptr;
-  };
-  auto room = [&] { return shutting_down_ || (queue_room() && slow_reader() == nullptr); };
-  if (!room()) {
-    if (settings_.drop_when_full) {
-      const std::string whom = "Redis at " + server_.where();
-      for (std::size_t i = 0; i < joined.size() + route.early.size(); ++i) {
-        group_.count_dropped(event, whom, "the queue to it or a reader's window is full");
-      }
-      return;
-    }
-    if (!changed_.wait_until(lock, deadline, room)) {
-      if (const auto* e = slow_reader(); e != nullptr && queue_room()) {
-        const std::string whom = "node " + std::to_string(*e->node);
-        throw group_.send_timed_out(
-            event, whom,
-            whom + " has not read the " +
-                std::to_string(e->slot.confirmed ? e->slot.window.unread_bytes() : e->slot.backlog_bytes) +
-                " bytes sent to it before: is it busy in a handler? raise --send-timeout, or use --send-policy drop");
-      }
-      throw group_.send_timed_out(event, "Redis at " + server_.where() +
-                                             (link_ == Link::up ? std::string() : " (not connected: " + last_error_ + ")"),
-                                  "is Redis reachable? raise --send-timeout / --send-queue-bytes");
-    }
+  OutgoingEvent out(topic, payload);
+  Deadline deadline(settings_.send_timeout);
+  Group::Channels channels;
+  {
+    std::unique_lock lock(mutex_);
     if (shutting_down_) {
       return;
     }
+    channels = group_.route_and_hold_locked(lock, changed_, target, target.node, false, {}, event, size,
+                                            [&] { return Held{out.body()}; }, deadline);
   }
-  bool queued = false;
-  auto send_to = [&](Peers::Expected& e) {
-    if (!group_.wants(e.slot.interest.names, event)) {
-      ++counters_.unhandled;  // it has no handler for it: not sent (the mesh's receiver would count it)
-      return;
-    }
-    if (e.slot.confirmed) {
-      queue_locked(*e.node, e.conn, e.slot, held, false);
-      queued = true;
-    } else {
-      e.slot.backlog.push_back(held);  // until it said hello again after a reconnect (room() held: it fits)
-      e.slot.backlog_bytes += size;
-      ++counters_.sent;
-    }
-  };
-  for (auto* e : joined) {
-    send_to(*e);
+  std::size_t queued = 0;
+  try {
+    queued = group_.send_on(channels, out, event, static_cast<std::uint64_t>(settings_.node_id), 0, deadline, false);
+  } catch (...) {
+    publish_here_or_post();  // what the channels before the one that timed out queued
+    throw;
   }
-  for (auto* e : route.early) {
-    if (group_.hold_locked(lock, changed_, *e, held, size, event, deadline) == Group::Hold::joined && e->conn != 0 &&
-        !shutting_down_) {
-      send_to(*e);
-    }
-  }
-  lock.unlock();
-  if (queued) {
+  if (queued > 0) {
     publish_here_or_post();
   }
+}
+
+SendResult RedisTransport::PeerChannel::send_event(OutgoingEvent& event, std::uint64_t /*sender*/,
+                                                   std::uint16_t /*flags*/, bool drop_when_full, Deadline& deadline,
+                                                   bool /*write_here*/) {
+  RedisTransport& t = owner_;
+  const std::size_t size = event.size() + kFrameHeaderBytes;
+  const auto name = event.topic().substr(t.settings_.topic_prefix.size());
+  std::unique_lock lock(t.mutex_);
+  // Bounded like a mesh send queue: what is on its way to Redis; what this reader has not said
+  // it read (kReadWindowBytes); and what waits for it to say hello again after a reconnect
+  // (--send-queue-bytes).
+  Peers::Expected* e = nullptr;
+  const auto live = [&] {
+    e = t.peers_.find_node(node_);
+    return !t.shutting_down_ && e != nullptr && e->conn == instance_;
+  };
+  if (!live()) {
+    return SendResult::closed;
+  }
+  if (!t.group_.wants(e->slot.interest.names, name)) {
+    return SendResult::unwanted;  // it has no handler for it (the mesh's receiver would count it)
+  }
+  const auto room = [&] { return !live() || (t.queue_room_locked(size) && t.reader_room(e->slot, size)); };
+  if (!room()) {
+    if (drop_when_full) {
+      return SendResult::dropped;
+    }
+    if (!t.changed_.wait_until(lock, deadline.at(), room)) {
+      return SendResult::timed_out;
+    }
+    if (!live()) {
+      return SendResult::closed;
+    }
+  }
+  Held held{event.body()};
+  if (e->slot.confirmed) {
+    t.queue_locked(node_, instance_, e->slot, held, false);
+  } else {
+    e->slot.backlog.push_back(std::move(held));  // until it says hello again after a reconnect
+    e->slot.backlog_bytes += size;
+  }
+  return SendResult::queued;
+}
+
+Blocked RedisTransport::PeerChannel::blocked() const {
+  const RedisTransport& t = owner_;
+  std::lock_guard lock(t.mutex_);
+  const auto* e = t.peers_.find_node(node_);
+  if (e != nullptr && e->conn == instance_ && t.queue_room_locked(0)) {
+    const std::size_t unread = e->slot.confirmed ? e->slot.window.unread_bytes() : e->slot.backlog_bytes;
+    return {peer(), peer() + " has not read the " + std::to_string(unread) +
+                        " bytes sent to it before: is it busy in a handler? raise --send-timeout, or use "
+                        "--send-policy drop"};
+  }
+  return {"Redis at " + t.server_.where() + (t.link_ == Link::up ? std::string() : " (not connected: " + t.last_error_ + ")"),
+          "is Redis reachable? raise --send-timeout / --send-queue-bytes"};
 }
 
 void RedisTransport::publish_here_or_post() {
@@ -138,12 +137,11 @@ void RedisTransport::publish_here_or_post() {
 
 void RedisTransport::queue_locked(std::int64_t node, std::uint64_t to, Slot& slot, const Held& held, bool post) {
   Outgoing out{channel_of(node), {}};
-  encode_frame(out.frame, FrameKind::event, false, settings_.node_id, instance_, to, ++slot.sent_seq, held.topic,
-               *held.payload);
+  encode_frame(out.frame, FrameKind::event, false, settings_.node_id, instance_, to, ++slot.sent_seq,
+               held.body->topic, held.body->payload);
   bytes_in_flight_ += out.frame.size();
   slot.window.sent(slot.sent_seq, out.frame.size());
   outbox_.push_back(std::move(out));
-  ++counters_.sent;
   if (post) {
     post_flush_locked();
   }

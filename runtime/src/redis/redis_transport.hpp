@@ -23,6 +23,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "../transport/node_settings.hpp"
+#include "../transport/channel.hpp"
 #include "../transport/inbox.hpp"
 #include "../transport/peer_group.hpp"
 #include "../transport/peer_table.hpp"
@@ -66,10 +67,31 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void set_interest(std::optional<std::set<std::string>> names) override;
 
  private:
-  // An event for one peer, framed when it leaves (its sequence number is the peer's).
+  // An event for one peer, framed when it leaves (its sequence number is the peer's). The body
+  // is shared by every peer it goes to.
   struct Held {
-    std::string topic;
-    std::shared_ptr<const std::vector<std::uint8_t>> payload;
+    BodyPtr body;
+  };
+  // A joined peer process's channel: frames each event in that process's numbering and queues it
+  // for Redis (or keeps it while the peer is unconfirmed, after a reconnect). Its room is the
+  // transport's bytes on their way to Redis and the peer's read window (or backlog).
+  class PeerChannel final : public Channel {
+   public:
+    PeerChannel(RedisTransport& owner, std::int64_t node, std::uint64_t instance)
+        : owner_(owner), node_(node), instance_(instance) {}
+    std::string peer() const override { return "node " + std::to_string(node_); }
+    /// This node's --max-frame-bytes is checked before routing; a peer's own is not known.
+    std::size_t max_event_bytes() const noexcept override { return static_cast<std::size_t>(-1); }
+    /// Queues it (post: the caller publishes, publish_here_or_post()). Thread: any but io.
+    SendResult send_event(OutgoingEvent& event, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
+                          Deadline& deadline, bool write_here) override;
+    /// The reader that has not read what it was sent, or Redis when the queue to it is full.
+    Blocked blocked() const override;
+
+   private:
+    RedisTransport& owner_;
+    const std::int64_t node_;
+    const std::uint64_t instance_;
   };
   // Per peer: the numbers of what this node sent it, and whether the peer is known to be
   // subscribed now (after a reconnect: not until its hello came again).
@@ -81,11 +103,14 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
     std::size_t backlog_bytes = 0;
     PeerInterest interest;  // the event names it handles, as the newest change seen says
     SendWindow window;  // published to it, not yet said read
+    std::shared_ptr<PeerChannel> channel;  // the joined process's
   };
   struct PeerTraits {
     using Conn = std::uint64_t;  // the joined process's instance (0: none)
     using Held = RedisTransport::Held;
     using Slot = RedisTransport::Slot;
+    using ChannelRef = std::shared_ptr<PeerChannel>;
+    static ChannelRef channel(const auto& joined) { return joined.slot.channel; }
   };
   using Peers = PeerTable<PeerTraits>;
   using Group = PeerGroup<PeerTraits>;
@@ -180,10 +205,19 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   static void on_published(redisAsyncContext* ctx, void* reply, void* privdata);
   // True the first time `what` is asked about (the engine's LogOnce).
   bool first_time(const std::string& what);
+  // Room for `bytes` more on the way to Redis. Caller holds mutex_.
+  bool queue_room_locked(std::size_t bytes) const {
+    return bytes_in_flight_ == 0 || bytes_in_flight_ + bytes <= settings_.send_queue_bytes;
+  }
+  // Room for `bytes` more to `slot`'s reader: its read window, or its backlog while unconfirmed.
+  bool reader_room(const Slot& slot, std::size_t bytes) const {
+    return slot.confirmed ? slot.window.has_room(bytes, kReadWindowBytes)
+                          : slot.backlog.empty() || slot.backlog_bytes + bytes <= settings_.send_queue_bytes;
+  }
   // ---- any thread ----
   void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload);
   // Frames `held` for `node`'s process `to` (numbered in its stream) and queues it for the io
-  // thread (`post`: and wakes it to publish). Caller holds mutex_.
+  // thread (`post`: and wakes it to publish). Not counted (the caller counts it sent once). Caller holds mutex_.
   void queue_locked(std::int64_t node, std::uint64_t to, Slot& slot, const Held& held, bool post = true);
   // Queues a frame that is not an event (a notice, a key), counted in bytes_in_flight_. Caller holds mutex_.
   void queue_control_locked(Outgoing&& out);

@@ -111,7 +111,7 @@ void InprocTransport::meet(const std::shared_ptr<InprocTransport>& peer, const P
       return;
     }
     auto join = group_.table().join(rec, rec.instance, rec.listen);
-    join.expected->slot.peer = peer;
+    join.expected->slot.channel = std::make_shared<PeerChannel>(*this, peer);
     // What was held for it goes first, in order, under this node's lock: a send that comes
     // after the join waits for the lock, so it cannot overtake them.
     for (auto& h : join.held) {
@@ -168,31 +168,31 @@ void InprocTransport::send_packed(const SendTarget& target, std::string_view eve
   if (size > settings_.max_frame_bytes) {
     throw frame_too_large(event, size, settings_.max_frame_bytes);
   }
-  const auto deadline = std::chrono::steady_clock::now() + settings_.send_timeout;
-  std::unique_lock lock(mutex_);
-  if (closed_) {
-    return;
-  }
-  auto route = group_.route_locked(target, target.node, false);
-  auto send_to = [&](const Peers::Expected& e) {
-    if (auto peer = e.slot.peer.lock()) {
-      ++counters_.sent;
-      ++counters_.acked;  // a call: handed over as it returns
-      peer->deliver(own_meta_, event, payload);
-    } else {
-      ++counters_.lost;
+  OutgoingEvent out(event, payload);
+  Deadline deadline(settings_.send_timeout);
+  Group::Channels channels;
+  {
+    std::unique_lock lock(mutex_);
+    if (closed_) {
+      return;
     }
-  };
-  for (const auto* e : route.joined) {
-    send_to(*e);
+    channels = group_.route_and_hold_locked(
+        lock, changed_, target, target.node, false, {}, event, size,
+        [&] { return Held{std::string(event), {payload.begin(), payload.end()}}; }, deadline);
   }
-  for (auto* e : route.early) {
-    Held held{std::string(event), {payload.begin(), payload.end()}};
-    if (group_.hold_locked(lock, changed_, *e, std::move(held), size, event, deadline) == Group::Hold::joined &&
-        e->conn != 0) {
-      send_to(*e);
-    }
+  group_.send_on(channels, out, event, static_cast<std::uint64_t>(settings_.node_id), 0, deadline, false);
+}
+
+SendResult InprocTransport::PeerChannel::send_event(OutgoingEvent& event, std::uint64_t /*sender*/,
+                                                    std::uint16_t /*flags*/, bool /*drop_when_full*/,
+                                                    Deadline& /*deadline*/, bool /*write_here*/) {
+  const auto to = to_.lock();
+  if (!to) {
+    return SendResult::closed;
   }
+  ++from_.counters_.acked;  // a call: handed over as it returns
+  to->deliver(from_.own_meta_, event.topic(), event.payload());
+  return SendResult::queued;
 }
 
 std::vector<PeerInfo> InprocTransport::peers() const {

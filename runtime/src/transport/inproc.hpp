@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "channel.hpp"
 #include "inbox.hpp"
 #include "node_settings.hpp"
 #include "peer_group.hpp"
@@ -77,13 +78,32 @@ class InprocTransport final : public Transport, public std::enable_shared_from_t
     std::string event;
     std::vector<std::uint8_t> payload;
   };
+  // A joined peer's channel: a call into its deliver(). Never full.
+  class PeerChannel final : public Channel {
+   public:
+    PeerChannel(InprocTransport& from, const std::shared_ptr<InprocTransport>& to)
+        : from_(from), to_(to), node_(to->settings_.node_id), max_(to->settings_.max_frame_bytes) {}
+    std::string peer() const override { return "node " + std::to_string(node_); }
+    std::size_t max_event_bytes() const noexcept override { return max_; }
+    SendResult send_event(OutgoingEvent& event, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
+                          Deadline& deadline, bool write_here) override;
+    Blocked blocked() const override { return {peer(), {}}; }
+
+   private:
+    InprocTransport& from_;
+    const std::weak_ptr<InprocTransport> to_;
+    const std::int64_t node_;
+    const std::size_t max_;
+  };
   struct Slot {
-    std::weak_ptr<InprocTransport> peer;  ///< the channel while joined
+    std::shared_ptr<PeerChannel> channel;  ///< while joined
   };
   struct PeerTraits {
     using Conn = std::uint64_t;  // the joined process's instance (0: none)
     using Held = InprocTransport::Held;
     using Slot = InprocTransport::Slot;
+    using ChannelRef = std::shared_ptr<PeerChannel>;
+    static ChannelRef channel(const auto& joined) { return joined.slot.channel; }
   };
   using Group = PeerGroup<PeerTraits>;
   using Peers = PeerTable<PeerTraits>;

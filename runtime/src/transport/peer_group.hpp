@@ -28,6 +28,7 @@
 #include "ditask/event_meta.hpp"
 #include "ditask/runtime/log.hpp"
 #include "ditask/runtime/suggest.hpp"
+#include "channel.hpp"
 #include "inbox.hpp"
 #include "node_settings.hpp"
 #include "peer_table.hpp"
@@ -66,8 +67,9 @@ class LogOnce {
   std::set<std::string> seen_;
 };
 
-/// The engine. `Traits` is the transport's, as for PeerTable (Conn, Held, Slot). Thread: none of
-/// its own; every `_locked` member and table() run under the transport's lock, which the
+/// The engine. `Traits` is the transport's, as for PeerTable (Conn, Held, Slot), and names its
+/// channels: `ChannelRef` (a pointer or handle to a Channel that keeps it alive while used) and
+/// `static ChannelRef channel(Expected&)` (a joined peer's). Thread: none of its own; every `_locked` member and table() run under the transport's lock, which the
 /// waiting members take as `lock` and release while they wait on `changed` (which the transport
 /// notifies when a peer joins, leaves or its held events leave).
 template <class Traits>
@@ -133,6 +135,78 @@ class PeerGroup {
       throw not_a_peer(settings_, *target.node, std::move(hint));
     }
     return route;
+  }
+
+  /// The channels of the joined peers one event goes to, each once.
+  using Channels = boost::container::small_vector<typename Traits::ChannelRef, 8>;
+  /// One send's route, decided under the lock: route_locked(); every chosen channel's frame
+  /// limit (frame_too_large: then nothing is sent or held); then hold_locked() for each expected
+  /// peer that never joined (`held()` makes its copy). A peer that joined while this waited for
+  /// room is in the result instead. Errors: as route_locked() and hold_locked().
+  template <class Lock, class Cv, class MakeHeld>
+  Channels route_and_hold_locked(Lock& lock, Cv& changed, const SendTarget& target, std::optional<std::int64_t> want,
+                                 bool to_self, const std::string& more_hint, std::string_view event,
+                                 std::size_t size, MakeHeld held, Deadline& deadline) {
+    auto route = route_locked(target, want, to_self, more_hint);
+    Channels channels;
+    for (Expected* e : route.joined) {
+      channels.push_back(Traits::channel(*e));
+    }
+    check_frame_limits(channels, event, size);
+    for (Expected* e : route.early) {
+      if (hold_locked(lock, changed, *e, held(), size, event, deadline.at()) == Hold::joined &&
+          e->conn != typename Traits::Conn{} &&
+          std::none_of(route.joined.begin(), route.joined.end(), [&](const Expected* o) { return o->conn == e->conn; })) {
+        route.joined.push_back(e);  // so a second entry of the same peer is not sent it again
+        channels.push_back(Traits::channel(*e));
+      }
+    }
+    return channels;
+  }
+
+  /// Throws frame_too_large() when the event (`size` bytes) is over a channel's limit.
+  template <class Range>
+  static void check_frame_limits(const Range& channels, std::string_view event, std::size_t size) {
+    for (const auto& c : channels) {
+      if (const std::size_t limit = c->max_event_bytes(); size > limit) {
+        throw frame_too_large(event, size, limit, c->peer());
+      }
+    }
+  }
+
+  /// Hands `out` to each of `channels` (pointers or handles to a Channel) and counts what each
+  /// did: sent, dropped (logged the first and every 1000th time), lost (the peer just left) or
+  /// unhandled (the peer has no handler for it). Returns how many queued it. Errors:
+  /// send_timed_out() when a channel's queue stayed full until `deadline` (the channels before it
+  /// have the event).
+  template <class Range>
+  std::size_t send_on(const Range& channels, OutgoingEvent& out, std::string_view event, std::uint64_t sender,
+                      std::uint16_t flags, Deadline& deadline, bool write_here) {
+    std::size_t queued = 0;
+    for (const auto& c : channels) {
+      auto& channel = *c;  // its own type: a final channel's calls are not virtual
+      switch (channel.send_event(out, sender, flags, settings_.drop_when_full, deadline, write_here)) {
+        case SendResult::queued:
+          ++counters_.sent;
+          ++queued;
+          break;
+        case SendResult::dropped:
+          count_dropped(event, channel.peer(), "its send queue is full");
+          break;
+        case SendResult::closed:
+          ++counters_.lost;
+          DITASK_LOG(debug, transport_) << "event '" << event << "' not sent: " << channel.peer() << " just left";
+          break;
+        case SendResult::unwanted:
+          ++counters_.unhandled;  // as the receiver would have counted it
+          break;
+        case SendResult::timed_out: {
+          const Blocked why = channel.blocked();
+          throw send_timed_out(event, why.whom, why.hint);
+        }
+      }
+    }
+    return queued;
   }
 
   /// What hold_locked() did with an event for a peer that has not joined.

@@ -198,9 +198,9 @@ TEST_CASE("link: after a steady exchange whose acks rode on frames, the last ack
       std::unique_lock lock(t.mutex);
       REQUIRE(t.changed.wait_for(lock, 20s, [&] { return t.events == static_cast<int>(seq); }));
     }
-    mesh::OutgoingEvent answer(topic, payload);
-    mesh::Deadline deadline(20s);
-    REQUIRE(t.link->send_event(answer, 0, 0, false, deadline) == mesh::SendResult::queued);
+    ditask::detail::OutgoingEvent answer(topic, payload);
+    ditask::detail::Deadline deadline(20s);
+    REQUIRE(t.link->send_event(answer, 0, 0, false, deadline, false) == ditask::detail::SendResult::queued);
     ++answers;
     const auto frames = t.read_until([&](const mesh::Frame& f) {
       return f.type == mesh::FrameType::event && f.seq == answers;

@@ -243,15 +243,23 @@ TEST_CASE("peer group: LogOnce says yes once per text, and stays bounded", "[uni
   CHECK(once.first_time("new after the bound"));  // no longer remembered: logged again, never unbounded
 }
 
+namespace {
+
+// A table whose connections are numbers and held events texts; its channels are the tests' own.
+struct NumberedTraits {
+  using Conn = int;  // 0: none
+  using Held = std::string;
+  struct Slot {};
+  using ChannelRef = ditask::detail::Channel*;
+  static ChannelRef channel(const auto& /*joined*/) { return nullptr; }
+};
+
+}  // namespace
+
 TEST_CASE("peer group: a star hub relays to every joined peer but the sender, holds for spokes not joined",
           "[unit][peer-group]") {
   // The engine alone, over a table whose connections are numbers and held events texts.
-  struct Traits {
-    using Conn = int;  // 0: none
-    using Held = std::string;
-    struct Slot {};
-  };
-  using Group = ditask::detail::PeerGroup<Traits>;
+  using Group = ditask::detail::PeerGroup<NumberedTraits>;
   auto s = node(0);
   s.send_queue_bytes = 1;  // one held copy per spoke, then drops
   ditask::detail::TransportCounters counters;
@@ -277,4 +285,62 @@ TEST_CASE("peer group: a star hub relays to every joined peer but the sender, ho
   CHECK(group.relay_one_locked(3, [] { return std::string("one"); }, 3) == std::optional<int>(30));
   CHECK_FALSE(group.relay_one_locked(9, [] { return std::string("one"); }, 3).has_value());  // no peer: dropped
   CHECK(counters.dropped == 2);
+}
+
+namespace {
+
+// A channel that answers each send with what the test scripted, and records what it was given.
+class ScriptedChannel final : public ditask::detail::Channel {
+ public:
+  ScriptedChannel(std::string name, ditask::detail::SendResult result) : name_(std::move(name)), result_(result) {}
+  std::string peer() const override { return name_; }
+  std::size_t max_event_bytes() const noexcept override { return 16; }
+  ditask::detail::SendResult send_event(ditask::detail::OutgoingEvent& event, std::uint64_t sender, std::uint16_t flags,
+                                        bool drop_when_full, ditask::detail::Deadline& /*deadline*/,
+                                        bool write_here) override {
+    given.push_back(std::string(event.topic()) + " from " + std::to_string(sender) + " flags " + std::to_string(flags) +
+                    (drop_when_full ? " drop" : " wait") + (write_here ? " here" : ""));
+    return result_;
+  }
+  ditask::detail::Blocked blocked() const override { return {name_ + " (full)", "read faster"}; }
+  std::vector<std::string> given;
+
+ private:
+  std::string name_;
+  ditask::detail::SendResult result_;
+};
+
+}  // namespace
+
+TEST_CASE("peer group: each channel's answer to a send is counted once, and a full one fails the send naming it",
+          "[unit][peer-group]") {
+  using ditask::detail::SendResult;
+  using Group = ditask::detail::PeerGroup<NumberedTraits>;
+  auto s = node(0);
+  s.send_timeout = std::chrono::milliseconds(500);
+  ditask::detail::TransportCounters counters;
+  Group group(s, "test", counters, std::nullopt);
+  ScriptedChannel queued("node 1", SendResult::queued), dropped("node 2", SendResult::dropped),
+      left("node 3", SendResult::closed), unwanted("node 4", SendResult::unwanted), full("node 5", SendResult::timed_out);
+  const std::string payload = "abc";
+  ditask::detail::OutgoingEvent out("task.e", std::span(reinterpret_cast<const std::uint8_t*>(payload.data()), 3));
+  ditask::detail::Deadline deadline(s.send_timeout);
+  std::vector<ScriptedChannel*> four{&queued, &dropped, &left, &unwanted};
+  CHECK(group.send_on(four, out, "e", 0, 1, deadline, true) == 1);
+  CHECK(queued.given == std::vector<std::string>{"task.e from 0 flags 1 wait here"});
+  CHECK(counters.sent == 1);
+  CHECK(counters.dropped == 1);
+  CHECK(counters.lost == 1);
+  CHECK(counters.unhandled == 1);
+  // The channels before the full one have it; the error names the full one, as every transport words it.
+  std::vector<ScriptedChannel*> two{&queued, &full};
+  const auto e = error_of([&] { group.send_on(two, out, "e", 0, 0, deadline, false); });
+  CHECK(std::string(e.what()) == "event 'e': the send queue to node 5 (full) stayed full for 0.5 s");
+  CHECK(e.hint() == "read faster");
+  CHECK(counters.sent == 2);
+  // Frame limits are the channels': 16 bytes here.
+  std::vector<ScriptedChannel*> one{&queued};
+  CHECK_NOTHROW(Group::check_frame_limits(one, "e", 16));
+  CHECK_THAT(error_of([&] { Group::check_frame_limits(one, "e", 17); }).what(),
+             Catch::StartsWith("event 'e' is 17 bytes") && Catch::Contains("node 1"));
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// An event frame's bytes on their way to the links it is sent to, and the deadline of a send.
+// An event's bytes on their way to the channels it is sent to, and the deadline of a send.
 #pragma once
 
 #include <chrono>
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ditask::detail::mesh {
+namespace ditask::detail {
 
 /// Topic and payload of one frame, shared (never copied) by the copies sent to several peers.
 struct Body {
@@ -22,9 +22,9 @@ struct Body {
 };
 using BodyPtr = std::shared_ptr<const Body>;
 
-/// One event on its way to one or more links: its topic and payload bytes, and, made on first
-/// need and then shared by every link it goes to, a Body holding them (large payloads are written
-/// from it; small ones are copied into each link's queue and need none).
+/// One event on its way to one or more channels: its topic and payload bytes, and, made on first
+/// need and then shared by every channel it goes to, a Body holding them (large payloads are written
+/// from it; small ones are copied into each channel's queue and need none).
 class OutgoingEvent {
  public:
   /// Refers to `topic` and `payload`, which must outlive this object. `owned` (when set) is the
@@ -74,4 +74,4 @@ class Deadline {
   std::optional<std::chrono::steady_clock::time_point> at_;
 };
 
-}  // namespace ditask::detail::mesh
+}  // namespace ditask::detail
