@@ -298,10 +298,10 @@ void Link::append_frame_locked(const FrameHeader& header, const OutgoingEvent& e
   run.event_bytes += size;
 }
 
-void Link::send_events_unbounded(const std::vector<Pending>& events) {
+std::size_t Link::send_held(const std::vector<HeldEvent>& events) {
   std::unique_lock lock(mutex_);
   if (closed_ || leaving_ || events.empty()) {
-    return;
+    return 0;
   }
   for (const auto& e : events) {
     const std::size_t size = e.body->size() + kHeaderSize;
@@ -310,6 +310,7 @@ void Link::send_events_unbounded(const std::vector<Pending>& events) {
     queue_.back().event_bytes = size;
   }
   schedule_write_locked(lock);
+  return 0;
 }
 
 void Link::close(std::string reason) {

@@ -92,14 +92,9 @@ class Link final : public Receipt, public Channel, public std::enable_shared_fro
   std::size_t max_event_bytes() const noexcept override { return handshake_.hello()->max_frame_bytes; }
   /// Channel: the link and what to do about a peer that reads slower than this node sends.
   Blocked blocked() const override;
-  /// An event waiting for a peer's first hello.
-  struct Pending {
-    BodyPtr body;
-    std::uint64_t sender = 0;
-    std::uint16_t flags = 0;
-  };
-  /// Queues events regardless of the bound (moving the early queue of a peer onto its link).
-  void send_events_unbounded(const std::vector<Pending>& events);
+  /// Channel: queues events regardless of the bound (moving the early queue of a peer onto its
+  /// link). Returns 0: a mesh peer is sent every event (its receiver counts the unhandled).
+  std::size_t send_held(const std::vector<HeldEvent>& events) override;
 
   /// Closes now (any thread). Owner::on_closed follows on the io thread.
   void close(std::string reason);

@@ -97,7 +97,7 @@ class Mesh final : public Transport, public Link::Owner {
   };
   struct PeerTraits {
     using Conn = std::shared_ptr<Link>;
-    using Held = Link::Pending;
+    using Held = HeldEvent;
     using Slot = DialSlot;
     using ChannelRef = std::shared_ptr<Link>;  // a link is a peer's channel
     static ChannelRef channel(const auto& joined) { return joined.conn; }

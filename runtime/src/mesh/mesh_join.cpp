@@ -245,9 +245,7 @@ void Mesh::establish(const std::shared_ptr<Link>& link) {
     auto joined = peers_.join(record_of(h), link, link->dial_address());
     joined.expected->slot.backoff = std::chrono::milliseconds(0);
     joined.expected->slot.last_error.clear();
-    if (joined.first) {
-      link->send_events_unbounded(joined.held);  // what was emitted (or relayed) before it ever joined
-    }
+    group_.release_held_locked(joined, *link);  // what was emitted (or relayed) before it ever joined
     publish_routes_locked();
     if (peers_.ready()) {
       ready_changed_.notify_all();

@@ -115,7 +115,7 @@ bool Mesh::relay_to_one(const std::shared_ptr<Link>& from, Frame& frame) {
   {
     std::lock_guard lock(mutex_);
     to = group_.relay_one_locked(
-        node, [&] { return Link::Pending{body, frame.sender, kFlagRelayed}; }, body->size());
+        node, [&] { return HeldEvent{body, frame.sender, kFlagRelayed}; }, body->size());
   }
   if (to) {
     forward_relayed(*to, body, frame.sender);
@@ -130,7 +130,7 @@ void Mesh::relay(const std::shared_ptr<Link>& from, const BodyPtr& body, std::ui
     std::lock_guard lock(mutex_);
     // A spoke that has not joined yet gets it after its hello, like any event emitted early.
     to = group_.relay_route_locked(
-        from, static_cast<std::int64_t>(sender), [&] { return Link::Pending{body, sender, kFlagRelayed}; },
+        from, static_cast<std::int64_t>(sender), [&] { return HeldEvent{body, sender, kFlagRelayed}; },
         body->size());
   }
   for (const auto& link : to) {
@@ -229,7 +229,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
     // Before a peer's first hello its events wait here, bounded like a send queue.
     channels = group_.route_and_hold_locked(
         lock, room_changed_, target, want, to_self, target.node ? relay_plan_.unreachable_hint(*target.node) : "",
-        event, size, [&] { return Link::Pending{out.body(), static_cast<std::uint64_t>(settings_.node_id), flags}; },
+        event, size, [&] { return HeldEvent{out.body(), static_cast<std::uint64_t>(settings_.node_id), flags}; },
         deadline);
   }
   // A reply (a handler's first emit) or an emit right after a wait is written by this thread

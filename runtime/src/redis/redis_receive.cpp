@@ -179,14 +179,7 @@ void RedisTransport::on_hello(const PeerRecord& peer, PeerInterest interest, boo
       early_interest_.erase(kept);
     }
     slot.channel = std::make_shared<PeerChannel>(*this, peer.node, peer.instance);
-    for (const auto& h : join.held) {  // counted sent when it was held
-      if (group_.wants(slot.interest.names, std::string_view(h.body->topic).substr(settings_.topic_prefix.size()))) {
-        queue_locked(peer.node, peer.instance, slot, h);
-      } else {
-        --counters_.sent;
-        ++counters_.unhandled;
-      }
-    }
+    group_.release_held_locked(join, *slot.channel);
   }
   changed_.notify_all();
   const auto meta = sender_meta(peer, name());

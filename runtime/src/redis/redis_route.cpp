@@ -44,7 +44,7 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
       return;
     }
     channels = group_.route_and_hold_locked(lock, changed_, target, target.node, false, {}, event, size,
-                                            [&] { return Held{out.body()}; }, deadline);
+                                            [&] { return HeldEvent{out.body(), static_cast<std::uint64_t>(settings_.node_id), 0}; }, deadline);
   }
   std::size_t queued = 0;
   try {
@@ -58,7 +58,7 @@ void RedisTransport::send_payload(const SendTarget& target, std::string_view eve
   }
 }
 
-SendResult RedisTransport::PeerChannel::send_event(OutgoingEvent& event, std::uint64_t /*sender*/,
+SendResult RedisTransport::PeerChannel::send_event(OutgoingEvent& event, std::uint64_t sender,
                                                    std::uint16_t /*flags*/, bool drop_when_full, Deadline& deadline,
                                                    bool /*write_here*/) {
   RedisTransport& t = owner_;
@@ -91,7 +91,7 @@ SendResult RedisTransport::PeerChannel::send_event(OutgoingEvent& event, std::ui
       return SendResult::closed;
     }
   }
-  Held held{event.body()};
+  HeldEvent held{event.body(), sender, 0};
   if (e->slot.confirmed) {
     t.queue_locked(node_, instance_, e->slot, held, false);
   } else {
@@ -99,6 +99,21 @@ SendResult RedisTransport::PeerChannel::send_event(OutgoingEvent& event, std::ui
     e->slot.backlog_bytes += size;
   }
   return SendResult::queued;
+}
+
+std::size_t RedisTransport::PeerChannel::send_held(const std::vector<HeldEvent>& events) {
+  RedisTransport& t = owner_;
+  auto* e = t.peers_.find_node(node_);
+  std::size_t unwanted = 0;
+  for (const auto& h : events) {
+    if (e != nullptr && e->conn == instance_ &&
+        t.group_.wants(e->slot.interest.names, std::string_view(h.body->topic).substr(t.settings_.topic_prefix.size()))) {
+      t.queue_locked(node_, instance_, e->slot, h);
+    } else {
+      ++unwanted;
+    }
+  }
+  return unwanted;
 }
 
 Blocked RedisTransport::PeerChannel::blocked() const {
@@ -135,7 +150,7 @@ void RedisTransport::publish_here_or_post() {
   post_flush_locked();
 }
 
-void RedisTransport::queue_locked(std::int64_t node, std::uint64_t to, Slot& slot, const Held& held, bool post) {
+void RedisTransport::queue_locked(std::int64_t node, std::uint64_t to, Slot& slot, const HeldEvent& held, bool post) {
   Outgoing out{channel_of(node), {}};
   encode_frame(out.frame, FrameKind::event, false, settings_.node_id, instance_, to, ++slot.sent_seq,
                held.body->topic, held.body->payload);

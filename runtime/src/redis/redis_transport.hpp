@@ -67,11 +67,6 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void set_interest(std::optional<std::set<std::string>> names) override;
 
  private:
-  // An event for one peer, framed when it leaves (its sequence number is the peer's). The body
-  // is shared by every peer it goes to.
-  struct Held {
-    BodyPtr body;
-  };
   // A joined peer process's channel: frames each event in that process's numbering and queues it
   // for Redis (or keeps it while the peer is unconfirmed, after a reconnect). Its room is the
   // transport's bytes on their way to Redis and the peer's read window (or backlog).
@@ -87,6 +82,8 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
                           Deadline& deadline, bool write_here) override;
     /// The reader that has not read what it was sent, or Redis when the queue to it is full.
     Blocked blocked() const override;
+    /// Queues them in the peer's numbering, but those its task does not handle (returned). Caller holds mutex_.
+    std::size_t send_held(const std::vector<HeldEvent>& events) override;
 
    private:
     RedisTransport& owner_;
@@ -99,7 +96,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
     std::uint64_t sent_seq = 0;
     bool confirmed = true;
     std::chrono::steady_clock::time_point unconfirmed_since{};
-    std::deque<Held> backlog;  // while unconfirmed
+    std::deque<HeldEvent> backlog;  // while unconfirmed
     std::size_t backlog_bytes = 0;
     PeerInterest interest;  // the event names it handles, as the newest change seen says
     SendWindow window;  // published to it, not yet said read
@@ -107,7 +104,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   };
   struct PeerTraits {
     using Conn = std::uint64_t;  // the joined process's instance (0: none)
-    using Held = RedisTransport::Held;
+    using Held = HeldEvent;  // framed when it leaves (its sequence number is the peer's)
     using Slot = RedisTransport::Slot;
     using ChannelRef = std::shared_ptr<PeerChannel>;
     static ChannelRef channel(const auto& joined) { return joined.slot.channel; }
@@ -218,7 +215,7 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload);
   // Frames `held` for `node`'s process `to` (numbered in its stream) and queues it for the io
   // thread (`post`: and wakes it to publish). Not counted (the caller counts it sent once). Caller holds mutex_.
-  void queue_locked(std::int64_t node, std::uint64_t to, Slot& slot, const Held& held, bool post = true);
+  void queue_locked(std::int64_t node, std::uint64_t to, Slot& slot, const HeldEvent& held, bool post = true);
   // Queues a frame that is not an event (a notice, a key), counted in bytes_in_flight_. Caller holds mutex_.
   void queue_control_locked(Outgoing&& out);
   // Publishes what is queued on the calling thread when nobody else uses the command client;

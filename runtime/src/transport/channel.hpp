@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "outgoing_event.hpp"
 
@@ -20,6 +21,13 @@ enum class SendResult {
   timed_out,  ///< --send-policy wait and the queue stayed full until the deadline (the send fails)
   closed,     ///< the peer left (counted lost)
   unwanted,   ///< the peer's task handles no such event: not sent (counted unhandled)
+};
+
+/// An event held for a peer that has not joined yet (or relayed to it), until its channel is up.
+struct HeldEvent {
+  BodyPtr body;              ///< topic and payload, shared by every peer it is held for
+  std::uint64_t sender = 0;  ///< the node it is from
+  std::uint16_t flags = 0;   ///< the wire's frame flags
 };
 
 /// Why a channel's queue stayed full, for the error of a send that timed out.
@@ -44,6 +52,11 @@ class Channel {
                                 Deadline& deadline, bool write_here) = 0;
   /// After send_event() returned timed_out: what the queue leads to and what to do.
   virtual Blocked blocked() const = 0;
+  /// Queues the events held for the peer before its first join, in order, regardless of the
+  /// bound (the engine held them within --send-queue-bytes). Returns how many were not sent
+  /// because the peer's task handles no such event. Thread: under the transport's lock, so
+  /// nothing sent after the join overtakes them.
+  virtual std::size_t send_held(const std::vector<HeldEvent>& events) = 0;
 
  protected:
   ~Channel() = default;

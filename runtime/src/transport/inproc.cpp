@@ -114,9 +114,7 @@ void InprocTransport::meet(const std::shared_ptr<InprocTransport>& peer, const P
     join.expected->slot.channel = std::make_shared<PeerChannel>(*this, peer);
     // What was held for it goes first, in order, under this node's lock: a send that comes
     // after the join waits for the lock, so it cannot overtake them.
-    for (auto& h : join.held) {
-      peer->deliver(own_meta_, h.event, h.payload);
-    }
+    group_.release_held_locked(join, *join.expected->slot.channel);
   }
   changed_.notify_all();
   inbox_.hand_over({peer_joined_notice(rec)});
@@ -178,7 +176,7 @@ void InprocTransport::send_packed(const SendTarget& target, std::string_view eve
     }
     channels = group_.route_and_hold_locked(
         lock, changed_, target, target.node, false, {}, event, size,
-        [&] { return Held{std::string(event), {payload.begin(), payload.end()}}; }, deadline);
+        [&] { return HeldEvent{out.body(), static_cast<std::uint64_t>(settings_.node_id), 0}; }, deadline);
   }
   group_.send_on(channels, out, event, static_cast<std::uint64_t>(settings_.node_id), 0, deadline, false);
 }
@@ -193,6 +191,19 @@ SendResult InprocTransport::PeerChannel::send_event(OutgoingEvent& event, std::u
   ++from_.counters_.acked;  // a call: handed over as it returns
   to->deliver(from_.own_meta_, event.topic(), event.payload());
   return SendResult::queued;
+}
+
+std::size_t InprocTransport::PeerChannel::send_held(const std::vector<HeldEvent>& events) {
+  const auto to = to_.lock();
+  for (const auto& h : events) {
+    if (to) {
+      ++from_.counters_.acked;
+      to->deliver(from_.own_meta_, h.body->topic, h.body->payload);
+    } else {
+      ++from_.counters_.lost;
+    }
+  }
+  return 0;
 }
 
 std::vector<PeerInfo> InprocTransport::peers() const {

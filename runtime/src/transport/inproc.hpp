@@ -74,10 +74,6 @@ class InprocTransport final : public Transport, public std::enable_shared_from_t
                std::span<const std::uint8_t> payload);
 
  private:
-  struct Held {
-    std::string event;
-    std::vector<std::uint8_t> payload;
-  };
   // A joined peer's channel: a call into its deliver(). Never full.
   class PeerChannel final : public Channel {
    public:
@@ -88,6 +84,7 @@ class InprocTransport final : public Transport, public std::enable_shared_from_t
     SendResult send_event(OutgoingEvent& event, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
                           Deadline& deadline, bool write_here) override;
     Blocked blocked() const override { return {peer(), {}}; }
+    std::size_t send_held(const std::vector<HeldEvent>& events) override;
 
    private:
     InprocTransport& from_;
@@ -100,7 +97,7 @@ class InprocTransport final : public Transport, public std::enable_shared_from_t
   };
   struct PeerTraits {
     using Conn = std::uint64_t;  // the joined process's instance (0: none)
-    using Held = InprocTransport::Held;
+    using Held = HeldEvent;
     using Slot = InprocTransport::Slot;
     using ChannelRef = std::shared_ptr<PeerChannel>;
     static ChannelRef channel(const auto& joined) { return joined.slot.channel; }

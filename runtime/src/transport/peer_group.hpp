@@ -164,6 +164,19 @@ class PeerGroup {
     return channels;
   }
 
+  /// A peer joined over `channel` (`join` is what table().join() returned): on its first join
+  /// the events held for it go to the channel, before anything sent after the join (the caller
+  /// holds the transport's lock). Those its task does not handle are counted unhandled instead of sent.
+  template <class Join, class ChannelLike>
+  void release_held_locked(const Join& join, ChannelLike& channel) {
+    if (!join.first || join.held.empty()) {
+      return;
+    }
+    const std::size_t unwanted = channel.send_held(join.held);
+    counters_.sent -= unwanted;  // counted sent when they were held
+    counters_.unhandled += unwanted;
+  }
+
   /// Throws frame_too_large() when the event (`size` bytes) is over a channel's limit.
   template <class Range>
   static void check_frame_limits(const Range& channels, std::string_view event, std::size_t size) {

@@ -303,7 +303,14 @@ class ScriptedChannel final : public ditask::detail::Channel {
     return result_;
   }
   ditask::detail::Blocked blocked() const override { return {name_ + " (full)", "read faster"}; }
+  std::size_t send_held(const std::vector<ditask::detail::HeldEvent>& events) override {
+    for (const auto& e : events) {
+      given.push_back("held " + e.body->topic + " from " + std::to_string(e.sender));
+    }
+    return unwanted_held;
+  }
   std::vector<std::string> given;
+  std::size_t unwanted_held = 0;  ///< what send_held() says the peer's task does not handle
 
  private:
   std::string name_;
@@ -338,6 +345,23 @@ TEST_CASE("peer group: each channel's answer to a send is counted once, and a fu
   CHECK(std::string(e.what()) == "event 'e': the send queue to node 5 (full) stayed full for 0.5 s");
   CHECK(e.hint() == "read faster");
   CHECK(counters.sent == 2);
+  // A first join releases what was held, in order; what the peer does not handle is unhandled, not sent.
+  struct Join {
+    bool first = true;
+    std::vector<ditask::detail::HeldEvent> held;
+  } join;
+  for (const char* topic : {"task.a", "task.b", "task.c"}) {
+    join.held.push_back({std::make_shared<ditask::detail::Body>(ditask::detail::Body{topic, {}}), 7, 0});
+  }
+  ScriptedChannel joined("node 6", SendResult::queued);
+  joined.unwanted_held = 1;
+  group.release_held_locked(join, joined);
+  CHECK(joined.given == std::vector<std::string>{"held task.a from 7", "held task.b from 7", "held task.c from 7"});
+  CHECK(counters.sent == 1);  // 2, less the one it does not handle (counted sent when held)
+  CHECK(counters.unhandled == 2);
+  join.first = false;  // a later join: nothing held is released again
+  group.release_held_locked(join, joined);
+  CHECK(joined.given.size() == 3);
   // Frame limits are the channels': 16 bytes here.
   std::vector<ScriptedChannel*> one{&queued};
   CHECK_NOTHROW(Group::check_frame_limits(one, "e", 16));
