@@ -31,24 +31,11 @@ void RedisTransport::send_packed(const SendTarget& target, std::string_view even
 
 void RedisTransport::send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) {
   const std::string topic = settings_.topic_prefix + std::string(event);
-  const std::size_t size = topic.size() + payload.size() + kFrameHeaderBytes;
-  if (size > settings_.max_frame_bytes) {
-    throw frame_too_large(event, size, settings_.max_frame_bytes);
-  }
   OutgoingEvent out(topic, payload);
-  Deadline deadline(settings_.send_timeout);
-  Group::Channels channels;
-  {
-    std::unique_lock lock(mutex_);
-    if (shutting_down_) {
-      return;
-    }
-    channels = group_.route_and_hold_locked(lock, changed_, target, target.node, false, {}, event, size,
-                                            [&] { return HeldEvent{out.body(), static_cast<std::uint64_t>(settings_.node_id), 0}; }, deadline);
-  }
   std::size_t queued = 0;
   try {
-    queued = group_.send_on(channels, out, event, static_cast<std::uint64_t>(settings_.node_id), 0, deadline, false);
+    queued = group_.send(mutex_, changed_, [&] { return shutting_down_; }, target, out, event,
+                         out.size() + kFrameHeaderBytes);
   } catch (...) {
     publish_here_or_post();  // what the channels before the one that timed out queued
     throw;

@@ -162,23 +162,8 @@ void InprocTransport::send(const SendTarget& target, std::string_view event, con
 
 void InprocTransport::send_packed(const SendTarget& target, std::string_view event,
                                   std::span<const std::uint8_t> payload) {
-  const std::size_t size = event.size() + payload.size();
-  if (size > settings_.max_frame_bytes) {
-    throw frame_too_large(event, size, settings_.max_frame_bytes);
-  }
   OutgoingEvent out(event, payload);
-  Deadline deadline(settings_.send_timeout);
-  Group::Channels channels;
-  {
-    std::unique_lock lock(mutex_);
-    if (closed_) {
-      return;
-    }
-    channels = group_.route_and_hold_locked(
-        lock, changed_, target, target.node, false, {}, event, size,
-        [&] { return HeldEvent{out.body(), static_cast<std::uint64_t>(settings_.node_id), 0}; }, deadline);
-  }
-  group_.send_on(channels, out, event, static_cast<std::uint64_t>(settings_.node_id), 0, deadline, false);
+  group_.send(mutex_, changed_, [&] { return closed_; }, target, out, event, out.size());
 }
 
 SendResult InprocTransport::PeerChannel::send_event(OutgoingEvent& event, std::uint64_t /*sender*/,

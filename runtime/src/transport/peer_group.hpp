@@ -164,6 +164,30 @@ class PeerGroup {
     return channels;
   }
 
+  /// One whole send for a transport with no route snapshot of its own: this node's
+  /// --max-frame-bytes (`size`: the event's bytes as the transport frames them), then under
+  /// `mutex` route_and_hold_locked() (nothing at all once `closed()`), then send_on() outside it,
+  /// from this node with no flags. Returns how many channels queued it. Errors: as those.
+  template <class Mutex, class Cv, class Closed>
+  std::size_t send(Mutex& mutex, Cv& changed, Closed closed, const SendTarget& target, OutgoingEvent& out,
+                   std::string_view event, std::size_t size) {
+    if (size > settings_.max_frame_bytes) {
+      throw frame_too_large(event, size, settings_.max_frame_bytes);
+    }
+    const auto sender = static_cast<std::uint64_t>(settings_.node_id);
+    Deadline deadline(settings_.send_timeout);
+    Channels channels;
+    {
+      std::unique_lock lock(mutex);
+      if (closed()) {
+        return 0;
+      }
+      channels = route_and_hold_locked(lock, changed, target, target.node, false, {}, event, size,
+                                       [&] { return HeldEvent{out.body(), sender, 0}; }, deadline);
+    }
+    return send_on(channels, out, event, sender, 0, deadline, false);
+  }
+
   /// A peer joined over `channel` (`join` is what table().join() returned): on its first join
   /// the events held for it go to the channel, before anything sent after the join (the caller
   /// holds the transport's lock). Those its task does not handle are counted unhandled instead of sent.
