@@ -219,7 +219,9 @@ class Link final : public Receipt, public Channel, public std::enable_shared_fro
   const std::size_t queue_bytes_;
   const std::size_t inbound_limit_;
 
-  mutable std::mutex mutex_;            // guards the fields down to peer_name_
+  // The sending side (emitting threads, the io thread's writes) and the receipts (dispatcher, RPC
+  // threads) each start a cache line of their own, away from the io thread's reading fields.
+  alignas(64) mutable std::mutex mutex_;  // guards the fields down to peer_name_
   std::condition_variable changed_;     // room in the queue, acks, close
   std::deque<Out> queue_;
   std::vector<Out> writing_;            // the batch being written (token holder)
@@ -242,7 +244,7 @@ class Link final : public Receipt, public Channel, public std::enable_shared_fro
   std::string peer_name_;
 
   // Inbound acknowledgements.
-  std::mutex delivered_mutex_;
+  alignas(64) std::mutex delivered_mutex_;
   std::atomic<std::uint64_t> delivered_seq_{0};  // contiguous watermark, written under delivered_mutex_
   std::set<std::uint64_t> delivered_ahead_;  // guarded by delivered_mutex_
   std::atomic<std::uint64_t> ack_sent_seen_{0};  // ack_sent_, for delivered() (no lock)
