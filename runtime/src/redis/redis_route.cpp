@@ -20,16 +20,7 @@ namespace ditask::detail::redis {
 
 // ---- sending (any thread) ----
 
-void RedisTransport::send(const SendTarget& target, std::string_view event, const EventArgs& args) {
-  const auto payload = codec::encode_event_args(args);
-  send_payload(target, event, payload);
-}
-
 void RedisTransport::send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) {
-  send_payload(target, event, payload);
-}
-
-void RedisTransport::send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) {
   const std::string topic = settings_.topic_prefix + std::string(event);
   OutgoingEvent out(topic, payload);
   std::size_t queued = 0;

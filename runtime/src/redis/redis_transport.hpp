@@ -25,6 +25,7 @@
 #include "../transport/node_settings.hpp"
 #include "../transport/channel.hpp"
 #include "../transport/inbox.hpp"
+#include "../transport/inbox_transport.hpp"
 #include "../transport/peer_group.hpp"
 #include "../transport/peer_table.hpp"
 #include "../transport/transport.hpp"
@@ -38,7 +39,7 @@ namespace ditask::detail::redis {
 
 /// One worker's Redis transport. Owns one io thread, which alone drives hiredis. Thread: every
 /// public method is safe from any thread except the io thread.
-class RedisTransport final : public Transport, public std::enable_shared_from_this<RedisTransport> {
+class RedisTransport final : public InboxTransport, public std::enable_shared_from_this<RedisTransport> {
  public:
   /// `common`: the node and the limits (its id, labels, the job's other
   /// workers, send queue, timeouts); `server`: where Redis is.
@@ -51,15 +52,11 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   void start();
 
   std::string_view name() const noexcept override { return "redis"; }
-  void attach(Sink sink) override { inbox_.attach(std::move(sink)); }
-  void detach() override { inbox_.detach(); }
   /// Blocks until Redis is reached and every expected peer said hello. Errors: ditask::Error
   /// for a refused login at once; after the startup timeout, naming Redis or each missing peer.
   void wait_ready() override;
-  void send(const SendTarget& target, std::string_view event, const EventArgs& args) override;
   void send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) override;
   std::vector<PeerInfo> peers() const override;
-  TransportStats stats() const override { return counters_.snapshot(); }
   /// Publishes what is queued, says bye to every peer, deletes the presence key and closes
   /// (bounded by a few seconds when Redis is gone). Idempotent.
   void shutdown(bool failed = false) noexcept override;
@@ -212,7 +209,6 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
                           : slot.backlog.empty() || slot.backlog_bytes + bytes <= settings_.send_queue_bytes;
   }
   // ---- any thread ----
-  void send_payload(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload);
   // Frames `held` for `node`'s process `to` (numbered in its stream) and queues it for the io
   // thread (`post`: and wakes it to publish). Not counted (the caller counts it sent once). Caller holds mutex_.
   void queue_locked(std::int64_t node, std::uint64_t to, Slot& slot, const HeldEvent& held, bool post = true);
@@ -278,8 +274,6 @@ class RedisTransport final : public Transport, public std::enable_shared_from_th
   bool closed_ = false;
   PeerInterest interest_;  // this node's task's, numbered by change (names nullopt: all)
 
-  Inbox inbox_;
-  TransportCounters counters_;
 };
 
 }  // namespace ditask::detail::redis

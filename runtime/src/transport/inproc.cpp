@@ -155,11 +155,6 @@ void InprocTransport::wait_ready() {
                                "start the peer, or raise --startup-timeout");
 }
 
-void InprocTransport::send(const SendTarget& target, std::string_view event, const EventArgs& args) {
-  const auto payload = codec::encode_event_args(args);
-  send_packed(target, event, payload);
-}
-
 void InprocTransport::send_packed(const SendTarget& target, std::string_view event,
                                   std::span<const std::uint8_t> payload) {
   OutgoingEvent out(event, payload);

@@ -16,6 +16,7 @@
 
 #include "channel.hpp"
 #include "inbox.hpp"
+#include "inbox_transport.hpp"
 #include "node_settings.hpp"
 #include "peer_group.hpp"
 #include "transport.hpp"
@@ -39,7 +40,7 @@ class Network {
 
 /// One node's transport on a Network. Thread: every method is safe from any thread; a receiver's
 /// sink runs on the sending thread.
-class InprocTransport final : public Transport, public std::enable_shared_from_this<InprocTransport> {
+class InprocTransport final : public InboxTransport, public std::enable_shared_from_this<InprocTransport> {
  public:
   /// `expected`: the node ids readiness waits for.
   InprocTransport(std::shared_ptr<Network> network, NodeSettings settings, std::set<std::int64_t> expected);
@@ -50,14 +51,10 @@ class InprocTransport final : public Transport, public std::enable_shared_from_t
   /// Joins the network: this node and every node there meet.
   void start();
   std::string_view name() const noexcept override { return "inproc"; }
-  void attach(Sink sink) override { inbox_.attach(std::move(sink)); }
-  void detach() override { inbox_.detach(); }
   /// Errors: as the mesh's (PeerGroup::refused_error, PeerGroup::not_ready_error).
   void wait_ready() override;
-  void send(const SendTarget& target, std::string_view event, const EventArgs& args) override;
   void send_packed(const SendTarget& target, std::string_view event, std::span<const std::uint8_t> payload) override;
   std::vector<PeerInfo> peers() const override;
-  TransportStats stats() const override { return counters_.snapshot(); }
   /// Leaves the network (peers see "bye", or "failed"). Idempotent.
   void shutdown(bool failed = false) noexcept override;
 
@@ -109,13 +106,11 @@ class InprocTransport final : public Transport, public std::enable_shared_from_t
   const NodeSettings settings_;
   const std::uint64_t instance_;
   const std::shared_ptr<const EventMeta> own_meta_;
-  TransportCounters counters_;
   mutable std::mutex mutex_;  // guards group_ and the fields below; held while delivering, so order holds
   std::condition_variable changed_;  // a peer joined or left, or its held events left
   Group group_;
   bool started_ = false;
   bool closed_ = false;
-  Inbox inbox_;
 };
 
 }  // namespace ditask::detail::inproc
