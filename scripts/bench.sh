@@ -141,7 +141,7 @@ if ((BUILD)); then
     TARGETS=(ditask faults ditask_spawn_floor)
   elif [[ $MODE == rpc ]]; then
     install_packages "${DITASK_BENCH_PACKAGES[@]}"
-    TARGETS=(ditask bench_mesh bench_rpc ditask_raw_mesh_bench ditask_raw_calls_bench)
+    TARGETS=(ditask bench_mesh bench_rpc ditask_raw_mesh_bench ditask_raw_calls_bench ditask_grpc_calls_bench)
   elif [[ $MODE == redis ]]; then
     install_packages "${DITASK_BENCH_PACKAGES[@]}"
     TARGETS=(ditask bench_mesh ditask_redis_baseline_bench)

@@ -5,13 +5,16 @@
 #   call p50/p99 and calls/s with 1, 8 and 64 calls of 64 B in flight (bench_rpc calls);
 #   a 1 MiB argument's round trip; the event round trip (bench_mesh rtt) and the raw one; the
 #   one-way 64-byte event rate (bench_mesh stream); calls/s with 64 in flight over plain blocking
-#   sockets (ditask_raw_calls_bench: one thread a side, each read's answers in one write).
+#   sockets (ditask_raw_calls_bench: one thread a side, each read's answers in one write); and
+#   gRPC beside them (ditask_grpc_calls_bench: Debian's gRPC 1.51, callback API, the same calls
+#   at 1, 8 and 64 in flight and the 1 MiB call), where it was built.
 # Targets: call p50 (1 in flight) <= 1.2x the event round trip; calls/s with 64 in flight >= 0.3x
-# the one-way event rate.
+# the one-way event rate; against gRPC, ahead on every figure (calls/s >= 1x, p50 <= 1x).
 # shellcheck shell=bash disable=SC2034
 
 RPC_MODULE="$BUILD_DIR/lib/ditask/plugins/libbench_rpc.so"
 RAW_CALLS="$BUILD_DIR/bin/ditask_raw_calls_bench"
+GRPC_CALLS="$BUILD_DIR/bin/ditask_grpc_calls_bench"
 declare -A RPC
 
 # rpc_cmd ARGS...: the bench_rpc calls entry with module parameters ARGS.
@@ -43,6 +46,17 @@ rpc_round() {
   out="$DITASK_LOG_DIR/rpc-raw-calls-$i.out"
   run_to "$out" "$RAW_CALLS" calls --inflight 64 --rounds "$((ROUNDS * 10))" --warmup "$WARMUP" || return
   RPC[raw_rate_64]+=" $(field "$out" "raw_calls_bench calls " calls_per_s)" || return
+  if [[ -x $GRPC_CALLS ]]; then
+    for k in 1 8 64; do
+      out="$DITASK_LOG_DIR/rpc-grpc-$k-$i.out"
+      run_to "$out" "$GRPC_CALLS" calls --inflight "$k" --rounds "$ROUNDS" --warmup "$WARMUP" || return
+      RPC[grpc_p50_$k]+=" $(field "$out" "grpc_calls_bench calls " p50_us)" || return
+      RPC[grpc_rate_$k]+=" $(field "$out" "grpc_calls_bench calls " calls_per_s)" || return
+    done
+    out="$DITASK_LOG_DIR/rpc-grpc-big-$i.out"
+    run_to "$out" "$GRPC_CALLS" calls --inflight 1 --rounds "$BIG_ROUNDS" --warmup 20 --size 1048576 || return
+    RPC[grpc_big_p50]+=" $(field "$out" "grpc_calls_bench calls " p50_us)" || return
+  fi
   rpc_cmd "rounds=$BIG_ROUNDS" warmup=20 inflight=1 size=1048576
   out="$DITASK_LOG_DIR/rpc-big-$i.out"
   run_to "$out" "${RCMD[@]}" || return
@@ -97,6 +111,15 @@ rpc_main() {
     rpc_line "call p50, $k in flight" us "${M[p50_$k]}" "event rtt p50" "${M[event_p50]}" -
   done
   rpc_line "1 MiB call p50" us "${M[big_p50]}" "64 B call p50" "${M[p50_1]}" -
+  if [[ -n ${M[grpc_big_p50]:-} ]]; then
+    for k in 1 8 64; do
+      rpc_line "calls/s, $k in flight" "calls/s" "${M[rate_$k]}" "gRPC calls/s, $k in flight" "${M[grpc_rate_$k]}" ">= 1"
+      rpc_line "call p50, $k in flight" us "${M[p50_$k]}" "gRPC call p50, $k in flight" "${M[grpc_p50_$k]}" "<= 1"
+    done
+    rpc_line "1 MiB call p50" us "${M[big_p50]}" "gRPC 1 MiB call p50" "${M[grpc_big_p50]}" "<= 1"
+  else
+    echo "note: no $GRPC_CALLS (gRPC not found when it was built): no gRPC figures"
+  fi
   echo
   echo "JSON, one line per figure (ratio = ditask / baseline):"
   cat "$RPC_JSON"

@@ -26,8 +26,9 @@ DITASK_PACKAGES=(g++ cmake make libboost1.81-dev nlohmann-json3-dev libcli11-dev
                  pkg-config libssl-dev libeigen3-dev libhiredis-dev dpkg-dev file)
 
 # What the benchmarks need besides: ZeroMQ, the mesh's second baseline (tests/bench/zmq_mesh_bench.cpp),
-# and redis-server for `scripts/bench.sh redis`.
-DITASK_BENCH_PACKAGES=(libzmq3-dev redis-server)
+# redis-server for `scripts/bench.sh redis`, and gRPC with its protoc plugin for the rpc
+# benchmark's gRPC figures (tests/bench/grpc_calls_bench.cpp).
+DITASK_BENCH_PACKAGES=(libzmq3-dev redis-server libgrpc++-dev protobuf-compiler-grpc)
 
 # LibTorch for the torch component (ditask::torch, the rnn example; docs/autograd.md): about
 # 120 MiB and 160 packages, so only scripts/test.sh and `scripts/demo.sh rnn` install it.

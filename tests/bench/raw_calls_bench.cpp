@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "bench_measure.hpp"
+#include "calls_options.hpp"
 
 namespace {
 
@@ -38,45 +39,9 @@ using ditask::bench::micros;
 using ditask::bench::now_ns;
 using ditask::bench::reap;
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using ditask::bench::UsageError;
 
 [[noreturn]] void fail_errno(const char* what) { throw std::system_error(errno, std::generic_category(), what); }
-
-// `--name number` options over `defaults`. Errors: UsageError.
-std::map<std::string, std::int64_t> parse(int argc, char** argv, std::map<std::string, std::int64_t> values) {
-  if (argc < 2 || std::string(argv[1]) != "calls") {
-    throw UsageError(argc < 2 ? "no subcommand" : "unknown subcommand '" + std::string(argv[1]) + "'");
-  }
-  for (int i = 2; i < argc; i += 2) {
-    const std::string name = argv[i];
-    const auto it = name.rfind("--", 0) == 0 ? values.find(name.substr(2)) : values.end();
-    if (it == values.end()) {
-      throw UsageError("unknown option '" + name + "'");
-    }
-    if (i + 1 >= argc) {
-      throw UsageError("option '" + name + "' needs a value");
-    }
-    const std::string value = argv[i + 1];
-    std::size_t used = 0;
-    try {
-      it->second = std::stoll(value, &used);
-    } catch (const std::logic_error&) {
-      used = 0;
-    }
-    if (value.empty() || used != value.size() || it->second < 0) {
-      throw UsageError(name + " needs a number >= 0, not '" + value + "'");
-    }
-  }
-  if (values["inflight"] < 1 || values["rounds"] < 1) {
-    throw UsageError("--inflight and --rounds need a number >= 1");
-  }
-  if (values["size"] > (1 << 20) || values["inflight"] > 4096) {
-    throw UsageError("--size is at most 1048576 and --inflight at most 4096");
-  }
-  return values;
-}
 
 void write_all(int fd, const std::uint8_t* data, std::size_t size) {
   while (size > 0) {
@@ -222,19 +187,14 @@ void calls(const std::map<std::string, std::int64_t>& options) {
   };
   reap(std::vector<Child>{{child}});
   ::close(fd);
-  std::sort(latencies.begin(), latencies.end());
-  const std::size_t count = latencies.size();
-  std::printf("raw_calls_bench calls inflight=%lld size=%lld rounds=%zu p50_us=%s p99_us=%s calls_per_s=%.0f\n",
-              static_cast<long long>(inflight), static_cast<long long>(frame - 4), count,
-              micros(latencies[count / 2]).c_str(), micros(latencies[count * 99 / 100]).c_str(),
-              static_cast<double>(count) * 1e9 / static_cast<double>(elapsed));
+  ditask::bench::print_calls("raw_calls_bench", inflight, static_cast<std::int64_t>(frame - 4), latencies, elapsed);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    calls(parse(argc, argv, {{"inflight", 64}, {"rounds", 200000}, {"warmup", 20000}, {"size", 64}}));
+    calls(ditask::bench::parse_calls_options(argc, argv));
     return 0;
   } catch (const UsageError& e) {
     std::fprintf(stderr,
