@@ -68,6 +68,12 @@
 # --runs, --rounds (default 2000), --timeout. Needs the torch component (libtorch-dev). Targets:
 # p50 <= 1 ms; p50 <= 1.5x (local p50 + calls x rtt).
 #
+# scale (scripts/bench_scale.sh): N workers on one machine (--workers, default "32 128 512"), for
+# each topology of --topologies (default "star-relay mesh") and --topology alone (the floor): the
+# time until every worker's start() returned, a broadcast's time to reach all N-1 others, and a
+# worker's RSS and open descriptors (median and largest). Options: --runs (default 1), --timeout.
+# Target: ready <= 5 s at N = 512.
+#
 # rl: the RL examples' episodes and wall time to solve (scripts/bench_rl.sh; its own options).
 #
 # --no-build skips installing packages, configuring and building (the CTest smoke runs use it).
@@ -88,17 +94,24 @@ usage() {
   echo "       scripts/bench.sh rpc [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh autograd [--runs R] [--rounds N] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh redis [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
+  echo "       scripts/bench.sh scale [--runs R] [--workers \"32 128 512\"] [--topologies \"star-relay mesh\"]" \
+    "[--timeout S] [--build-dir DIR] [--no-build]" >&2
   exit 2
 }
 
 MODE="${1:-}"
-[[ "$MODE" == launch || "$MODE" == mesh || "$MODE" == rpc || "$MODE" == redis || "$MODE" == autograd ]] || usage
+[[ "$MODE" == launch || "$MODE" == mesh || "$MODE" == rpc || "$MODE" == redis || "$MODE" == autograd ||
+  "$MODE" == scale ]] || usage
 shift
 BUILD_DIR=build/release
 BUILD=1
+TOPOLOGIES=(star-relay mesh)
 if [[ $MODE == launch ]]; then
   RUNS=7
   WORKERS=(2 8 32 64)
+elif [[ $MODE == scale ]]; then
+  RUNS=1
+  WORKERS=(32 128 512)
 else
   RUNS=3
   WORKERS=(8 32)
@@ -121,7 +134,8 @@ while (($#)); do
     mesh:--big-count) BIG_COUNT="${2:?}"; shift 2 ;;
     mesh:--fanout-count) FANOUT_COUNT="${2:?}"; shift 2 ;;
     mesh:--protocols) read -r -a PROTOCOLS <<<"${2:?}"; shift 2 ;;
-    mesh:--timeout | rpc:--timeout | redis:--timeout | autograd:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
+    scale:--topologies) read -r -a TOPOLOGIES <<<"${2:?}"; shift 2 ;;
+    mesh:--timeout | rpc:--timeout | redis:--timeout | autograd:--timeout | scale:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -130,6 +144,9 @@ for n in "$RUNS" "$ROUNDS" "$COUNT" "$BIG_COUNT" "$FANOUT_COUNT" "$TIMEOUT" "${W
 done
 for p in "${PROTOCOLS[@]}"; do
   [[ "$p" == tcp || "$p" == ipc ]] || usage
+done
+for p in "${TOPOLOGIES[@]}"; do
+  [[ "$p" == star-relay || "$p" == mesh ]] || usage
 done
 
 timer_start "benchmark finished"
@@ -145,6 +162,9 @@ if ((BUILD)); then
   elif [[ $MODE == redis ]]; then
     install_packages "${DITASK_BENCH_PACKAGES[@]}"
     TARGETS=(ditask bench_mesh ditask_redis_baseline_bench)
+  elif [[ $MODE == scale ]]; then
+    install_packages
+    TARGETS=(ditask bench_mesh)
   elif [[ $MODE == autograd ]]; then
     install_packages "${DITASK_TORCH_PACKAGES[@]}"
     TARGETS=(ditask bench_autograd)
@@ -283,6 +303,10 @@ else
     # shellcheck source=scripts/bench_redis.sh
     source "$(dirname "${BASH_SOURCE[0]}")/bench_redis.sh"
     redis_main
+  elif [[ $MODE == scale ]]; then
+    # shellcheck source=scripts/bench_scale.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/bench_scale.sh"
+    scale_main
   else
     mesh_main
   fi

@@ -12,18 +12,25 @@
 //             from the first emit until the last event reached its last receiver, and delivered.
 //   ready     Returns right after start(): prints when this worker's mesh was ready.
 //   idle_rss  Prints this worker's VmRSS right after start().
+//   scale     N workers, any topology. Node 0 waits until every peer answered, then has the
+//             highest node broadcast one "bm.wave"; every node prints when start() returned,
+//             when the wave reached it and how many copies did (1; its sender 0), its VmRSS and
+//             its open descriptors (scripts/bench.sh scale, and a test at 128 workers).
 //
 // Every wait gives up after `timeout_s` (120) seconds with an exception, which fails the worker.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <sys/resource.h>
@@ -368,6 +375,106 @@ DITASK_MAIN(ready) {
                            .count();
   print_line("ready node=" + std::to_string(self_id()) + " peers=" + std::to_string(peer_count()) +
              " unix_us=" + std::to_string(unix_us));
+}
+
+namespace {
+
+// The wall clock in microseconds (CLOCK_REALTIME: comparable across the workers and with the script).
+std::int64_t unix_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// This process's open file descriptors (/proc/self/fd, less the one reading it).
+std::int64_t open_fds() {
+  std::error_code ec;
+  std::int64_t n = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
+    ++n;
+  }
+  return ec ? -1 : n - 1;
+}
+
+// When the wave reached this node, and when its sender emitted it.
+struct Wave {
+  std::atomic<std::int64_t> sent_us{0};
+  std::atomic<std::int64_t> at_us{0};
+  std::atomic<std::int64_t> received{0};  // copies that arrived (exactly one, but at its sender: none)
+  Signal arrived;
+};
+
+void print_scale(std::int64_t ready_us, const Wave& wave) {
+  print_line("scale node=" + std::to_string(self_id()) + " peers=" + std::to_string(peer_count()) +
+             " ready_us=" + std::to_string(ready_us) + " wave_us=" + std::to_string(wave.at_us.load()) +
+             " sent_us=" + std::to_string(wave.sent_us.load()) + " received=" + std::to_string(wave.received.load()) +
+             " vmrss_kb=" + std::to_string(vmrss_kb()) + " fds=" + std::to_string(open_fds()));
+}
+
+}  // namespace
+
+// `ditask --package bench_mesh --main scale --parallel-workers N [--topology star --relay]`
+DITASK_MAIN(scale) {
+  const Params params{};
+  auto& task = ditask::task();
+  auto running = task.start();
+  const std::int64_t ready_us = unix_us();
+  auto wave = std::make_shared<Wave>();
+  if (peer_count() == 0) {  // --topology alone: nobody to hear a wave
+    wave->at_us = wave->sent_us = ready_us;
+    print_scale(ready_us, *wave);
+    return;
+  }
+  task.on("bm.wave", [wave](std::int64_t sent_us) {  // before ready(): nothing measured comes earlier
+    wave->sent_us = sent_us;
+    wave->at_us = unix_us();
+    ++wave->received;
+    wave->arrived.set();
+  });
+  if (self_id() != 0) {
+    auto bye = task.waiter("bm.bye");
+    task.on("bm.go", [&task, wave] {  // this node broadcasts the wave (and counts as reached by it)
+      const std::int64_t now = unix_us();
+      wave->sent_us = now;
+      wave->at_us = now;
+      task.emit_remote("bm.wave", now);
+      wave->arrived.set();
+    });
+    answer_probes();
+    wave->arrived.wait(params.timeout(), "bm.wave");
+    task.emit_to_node(0, "bm.got", self_id());
+    await_bye(bye, params);  // a second copy of the wave, had there been one, came before the bye
+    print_scale(ready_us, *wave);
+    return;
+  }
+  // Node 0: every peer has its handlers, then the highest node broadcasts, then all say they got it.
+  struct Got {
+    std::mutex mutex;
+    std::set<std::int64_t> nodes;
+    std::size_t expected = 0;
+    Signal all;
+  };
+  auto got = std::make_shared<Got>();
+  std::int64_t last = 0;
+  for (const auto& peer : task.router().peers()) {
+    last = std::max(last, peer.node_id);
+  }
+  got->expected = static_cast<std::size_t>(peer_count());
+  task.on("bm.got", [got](std::int64_t node) {
+    const std::lock_guard lock(got->mutex);
+    if (got->nodes.insert(node).second && got->nodes.size() == got->expected) {
+      got->all.set();
+    }
+  });
+  await_receivers(params);
+  if (last == 0) {
+    wave->at_us = wave->sent_us = unix_us();
+  } else {
+    task.emit_to_node(last, "bm.go");
+    wave->arrived.wait(params.timeout(), "bm.wave");
+    got->all.wait(params.timeout(), "bm.got from every peer");
+  }
+  print_scale(ready_us, *wave);
+  task.emit_remote("bm.bye");
 }
 
 // `ditask --package bench_mesh --main idle_rss --parallel-workers 3`
