@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -63,15 +62,19 @@ class Deadline {
   explicit Deadline(std::chrono::milliseconds timeout) : timeout_(timeout) {}
   /// Now + the timeout, fixed by the first call.
   std::chrono::steady_clock::time_point at() {
-    if (!at_) {
+    if (at_ == kUnset) {
       at_ = std::chrono::steady_clock::now() + timeout_;
     }
-    return *at_;
+    return at_;
   }
 
  private:
+  // Not a std::optional: GCC 12 at -O2 takes its engaged flag for "maybe uninitialized" once
+  // the deadline is passed through the engine's templates (a false positive, and the release
+  // build allows no warning).
+  static constexpr std::chrono::steady_clock::time_point kUnset = std::chrono::steady_clock::time_point::min();
   std::chrono::milliseconds timeout_;
-  std::optional<std::chrono::steady_clock::time_point> at_;
+  std::chrono::steady_clock::time_point at_ = kUnset;
 };
 
 }  // namespace ditask::detail
