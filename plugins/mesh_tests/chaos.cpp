@@ -98,8 +98,10 @@ void chaos_receive(ditask::Task& task, const std::string& dir, ChaosReceiver& se
     }
     ended.update([](bool& e) { e = true; });
   });
-  task.ready();
+  // READY before ready(): the ticks kept since start() are handled the moment ready() returns,
+  // and their STREAMING (which the test waits for before it reads this line) must come after it.
   say("READY", "attempt=" + std::to_string(attempt()) + " pid=" + std::to_string(::getpid()));
+  task.ready();
   ended.wait([](bool e) { return e; }, "node 0's end", std::chrono::minutes(10));
   task.emit_to_node(0, "end_ack");
   std::lock_guard lock(mutex);
