@@ -15,7 +15,9 @@
 //   scale     N workers, any topology. Node 0 waits until every peer answered, then has the
 //             highest node broadcast one "bm.wave"; every node prints when start() returned,
 //             when the wave reached it and how many copies did (1; its sender 0), its VmRSS and
-//             its open descriptors (scripts/bench.sh scale, and a test at 128 workers).
+//             its open descriptors (scripts/bench.sh scale, and a test at 128 workers). In a job
+//             of several launchers node 0 first waits until all WORLD_SIZE - 1 others joined it
+//             (tests/netns/netns_test.sh: 4 hosts x 64 workers over one star).
 //
 // Every wait gives up after `timeout_s` (120) seconds with an exception, which fails the worker.
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -410,9 +413,33 @@ void print_scale(std::int64_t ready_us, const Wave& wave) {
              " vmrss_kb=" + std::to_string(vmrss_kb()) + " fds=" + std::to_string(open_fds()));
 }
 
+// The job's worker count: WORLD_SIZE, which the launcher sets (this launcher's workers when absent).
+std::int64_t world_size() {
+  const char* text = std::getenv("WORLD_SIZE");
+  const std::int64_t n = text != nullptr ? std::strtoll(text, nullptr, 10) : 0;
+  return n > 0 ? n : ditask::task().router().parallel_workers();
+}
+
+// Node 0 of a job of several launchers: a star hub's start() waits for its own launcher's spokes
+// only (the workers of other launchers that attach to it are not known in advance), so it waits
+// here until every other worker of the job has joined. Errors: std::runtime_error after `timeout_s`.
+void await_world(const Params& params) {
+  const std::int64_t others = world_size() - 1;
+  const auto deadline = Clock::now() + params.timeout();
+  while (peer_count() < others) {
+    if (Clock::now() > deadline) {
+      throw std::runtime_error("bench_mesh: " + std::to_string(peer_count()) + " of the job's " +
+                               std::to_string(others) + " other workers joined within " +
+                               std::to_string(params.timeout().count()) + " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // joins have no waitable count: look again
+  }
+}
+
 }  // namespace
 
-// `ditask --package bench_mesh --main scale --parallel-workers N [--topology star --relay]`
+// `ditask --package bench_mesh --main scale --parallel-workers N [--topology star --relay]`; over
+// several launchers, node 0's peers must be the whole job (the others attach to it).
 DITASK_MAIN(scale) {
   const Params params{};
   auto& task = ditask::task();
@@ -454,6 +481,9 @@ DITASK_MAIN(scale) {
     Signal all;
   };
   auto got = std::make_shared<Got>();
+  if (world_size() > ditask::task().router().parallel_workers()) {
+    await_world(params);
+  }
   std::int64_t last = 0;
   for (const auto& peer : task.router().peers()) {
     last = std::max(last, peer.node_id);

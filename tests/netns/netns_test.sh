@@ -9,21 +9,26 @@
 #      then stop gracefully on SIGTERM;
 #   3. the same job formed by --rendezvous, with no --attach-to at all;
 #   4. the same job started by a simulated Slurm (SLURM_* per namespace, host names mapped by a
-#      hosts file of the test's own).
+#      hosts file of the test's own);
+#   5. 4 hosts x 64 workers, one job of 256 over one relaying star whose hub is node 0 on host 1
+#      (bench_mesh's scale entry): every worker ready, the last one's broadcast reaches each of the
+#      255 others exactly once, a spoke keeps a handful of descriptors. Skipped in a sanitizer
+#      build (--sanitizers, from DITASK_SANITIZE): 256 instrumented workers need several GB.
 # Safety, without exception: the test subnet is the first of TEST-NET-1/2/3 (192.0.2.0/24,
 # 198.51.100.0/24, 203.0.113.0/24) that nothing but the default route covers in the root namespace
 # (`ip route show match`); `ip route replace unreachable <subnet>` goes into the root namespace
 # before any namespace exists and is removed on exit (a trap); every connection is made from inside
 # a namespace. Exits 77 (CTest: skipped) where namespaces cannot be created (not root, no ip).
-#   netns_test.sh --ditask BIN --modules DIR --work DIR
+#   netns_test.sh --ditask BIN --modules DIR --work DIR [--sanitizers LIST]
 set -uo pipefail
 
-ditask="" modules="" work=""
+ditask="" modules="" work="" sanitizers=""
 while (($#)); do
   case "$1" in
     --ditask) ditask="$2"; shift 2 ;;
     --modules) modules="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
+    --sanitizers) sanitizers="$2"; shift 2 ;;
     *) echo "netns_test: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -100,13 +105,14 @@ token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 mesh=(--package "$modules/libmesh_tests.so" --parallel-workers 2 --token "$token" --startup-timeout 30)
 
 # start HOST NAME ARGS...: one launcher in host HOST's namespace (with the variables of the
-# array launch_env), output in $work/NAME-HOST.log
+# array launch_env, and --timeout $launch_timeout), output in $work/NAME-HOST.log
 launch_env=()
+launch_timeout=100
 start() {
   local i="$1" name="$2"
   shift 2
   # ip and env exec what follows: $! is the launcher's own pid. Its --timeout bounds a hang.
-  ip netns exec "${hosts[$((i - 1))]}" env "${launch_env[@]}" "$ditask" --timeout 100 "$@" >"$work/$name-$i.log" 2>&1 &
+  ip netns exec "${hosts[$((i - 1))]}" env "${launch_env[@]}" "$ditask" --timeout "$launch_timeout" "$@" >"$work/$name-$i.log" 2>&1 &
   pids+=($!)
 }
 wait_lines() {  # wait_lines PATTERN COUNT SECONDS FILES...: COUNT matching lines in all FILES
@@ -226,6 +232,64 @@ if run_all slurm && check_heard slurm; then
   ok "4 hosts as a simulated Slurm step (h[1-4], 1(x4)): every node heard the 7 others"
 else
   fail "simulated Slurm job"; tail -n 20 "$work"/slurm-*.log
+fi
+
+# 5. 4 hosts x 64 workers: one job of 256 over one relaying star, the hub node 0 on host 1. Host 1
+# is the star (--topology star --relay: nodes 1-63 dial node 0); every worker of hosts 2-4 dials
+# node 0 alone (--topology alone --attach-to), as a star of their own would make each of them a
+# second hub: a spoke would then get both hubs' copies of a broadcast, and a hub does not relay
+# what another hub relayed. A hub's start() waits for its own spokes only, so bench_mesh's node 0
+# waits until the other 255 joined (WORLD_SIZE) before node 255 broadcasts.
+if [[ -n "$sanitizers" ]]; then
+  echo "skipped: 4 hosts x 64 workers over one relaying star: a sanitizer build (-fsanitize=$sanitizers), whose 256 instrumented workers need several GB (the debug and release builds run it)"
+else
+  launch_timeout=420  # 256 processes start on this machine's cores: generous bounds, not sleeps
+  scale=(--package "$modules/libbench_mesh.so" --main scale --parallel-workers 64 --world-size 256
+         --token "$token" --startup-timeout 300 --ports 7100)
+  began=$SECONDS
+  for i in 1 2 3 4; do
+    if ((i == 1)); then
+      shape=(--topology star --relay)
+    else
+      shape=(--topology alone --attach-to "tcp://$subnet.1:7100")
+    fi
+    start "$i" scale "${scale[@]}" --node-ids $((64 * (i - 1))) --address "$subnet.$i" "${shape[@]}" -- timeout_s=300
+  done
+  exited=0
+  run_all scale && exited=1
+  took=$((SECONDS - began))
+  launch_timeout=100
+  # One line per node: `[node N] bench_mesh scale node=N peers=P ready_us=.. wave_us=W sent_us=S
+  # received=R vmrss_kb=K fds=F`. The verdict: lines, distinct nodes, wrong counts, the hub's
+  # peers, the largest spoke's descriptors and RSS, the wave's time to its last receiver.
+  verdict="$(cat "$work"/scale-{1,2,3,4}.log | awk '
+    / bench_mesh scale node=/ {
+      for (k = 1; k <= NF; ++k) { split($k, kv, "="); v[kv[1]] = kv[2] }
+      n = v["node"] + 0; ++lines
+      if (!(n in seen)) { seen[n] = 1; ++nodes }
+      if (n < 0 || n > 255) ++bad
+      if ((n == 255 && v["received"] != "0") || (n != 255 && v["received"] != "1")) ++wrong
+      if (n == 0) hub = v["peers"]
+      else {
+        if (v["fds"] + 0 > fds) fds = v["fds"] + 0
+        if (v["vmrss_kb"] + 0 > rss) rss = v["vmrss_kb"] + 0
+      }
+      if (v["wave_us"] + 0 > last) last = v["wave_us"] + 0
+      if (n == 255) sent = v["sent_us"] + 0
+    }
+    END { printf "%d %d %d %d %s %d %d %.3f\n", lines, nodes, bad, wrong, (hub == "" ? -1 : hub), fds, rss,
+                 (sent > 0 ? (last - sent) / 1e6 : -1) }')"
+  read -r lines nodes bad wrong hub fds rss wave <<<"$verdict"
+  # A spoke: stdin/out/err, its listening socket, its one link, the io thread's epoll and eventfd,
+  # the timer and signal descriptors (scale_test's star bound).
+  if ((exited && lines == 256 && nodes == 256 && bad == 0 && wrong == 0 && hub == 255 && fds <= 16)); then
+    ok "4 hosts x 64 workers, one job of 256 over a relaying star (hub node 0 on host 1): all 256 ready and the four launchers done in ${took} s; node 255's broadcast reached each of the 255 others exactly once (last after ${wave} s), the hub had 255 peers, a spoke at most $fds descriptors and $((rss / 1024)) MB"
+  else
+    fail "4 hosts x 64 workers: launchers exited 0: $exited, lines $lines/256, nodes $nodes, wrong counts $wrong, hub peers $hub, spoke descriptors up to $fds (at most 16), ${took} s"
+    for i in 1 2 3 4; do
+      grep -v " bench_mesh scale " "$work/scale-$i.log" | tail -n 10
+    done
+  fi
 fi
 
 if ((failures)); then
