@@ -3,9 +3,11 @@
 // concurrent functions, timeouts and late replies. Entries of the rpc_tests module; the
 // integration tests (tests/integration/rpc_test.cpp) read their RESULT lines.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <cstdint>
 #include <map>
@@ -329,4 +331,92 @@ DITASK_MAIN(rpc_queued_at_stop) {
   const auto held = error_of([&] { hold.get(); });
   result("queued=" + one + "," + two + " hold_done_first=" + (hold_done_first ? "yes" : "no") +
          " hold=" + (held == "no error" ? std::to_string(hold.get()) : held));
+}
+
+// Replies a callee holds to send a batch in one write go out before its function waits (2
+// workers). Node 1 runs node 0's calls in order on one thread; when calls are queued behind a
+// call whose function ran quickly last time, it holds that call's reply until the batch ends.
+// Node 0 calls f0 (which says "running", then runs until node 0's "sent"), and once it runs,
+// f1(7) (an echo) and f2(1) (which waits for node 0's "go"), then says "sent": f1 and f2 run
+// as one batch, f1's reply held. Node 0 says "go" only once f1's answer came: f2's wait must
+// send it first, or the two wait for each other. Node 0 prints "HELD_REPLIES ok f1=7 f2=1",
+// or "HELD_REPLIES FAILED ..." and fails when an answer does not come within 30 s.
+DITASK_MAIN(rpc_held_replies) {
+  auto& rpc = ditask::rpc();
+  auto& task = ditask::task();
+  std::optional<ditask::Waiter> go;  // node 1: made by f0, waited on by f2 (one caller's calls run in turn)
+  rpc.define("f0", [&task, &go] {
+    auto sent = task.waiter("sent");  // both before "running": node 0 sends them after it
+    go = task.waiter("go");
+    task.emit_to_node(0, "running");
+    if (!sent.wait(std::chrono::minutes(2))) {
+      throw std::runtime_error("no sent from node 0 within 2 minutes");
+    }
+  });
+  rpc.define("f1", [](std::int64_t x) { return x; });
+  rpc.define("f2", [&go](std::int64_t mode) {
+    // A runtime wait (Waiter::wait), which must first send the replies this thread holds.
+    if (mode == 1 && !go->wait(std::chrono::minutes(2))) {
+      throw std::runtime_error("no go from node 0 within 2 minutes");
+    }
+    return mode;
+  });
+  rpc.define("f3", [] { return std::int64_t{0}; });  // ends the warm-up's batches
+  auto running = task.start();
+  if (node_id() == 1) {
+    serve_until_finish();
+    return;
+  }
+  task.ready();
+  const auto callee = ditask::Callee(1).within(std::chrono::minutes(2));
+  // The answer of `f`; a FAILED line and an error when it does not come within 30 s.
+  auto answer = [&task](const auto& f, const std::string& what) {
+    if (!f.wait_for(std::chrono::seconds(30))) {
+      say("HELD_REPLIES", "FAILED: no answer of " + what + " within 30 s");
+      task.emit_to_node(1, "go");  // a waiting f2 returns, so that node 1 can stop
+      throw std::runtime_error("no answer of " + what + " within 30 s");
+    }
+    return f.get();
+  };
+  // Calls f0 and returns once it runs, alone in node 1's queue of this node's calls: the calls
+  // made next queue behind it and run as one batch once it returns (at "sent"; the calls and
+  // the event go over one connection in order, and node 1 queues calls before events reach
+  // their waiters). It is the last of its own batch: node 1's thread writes its answer itself,
+  // so no write is under way on the link when the next batch's first reply is sent.
+  auto begin_batch = [&] {
+    auto f0_runs = task.waiter("running");
+    auto f0 = rpc.call_async(callee, "f0");
+    if (!f0_runs.wait(std::chrono::seconds(30))) {
+      say("HELD_REPLIES", "FAILED: f0 did not run within 30 s");
+      throw std::runtime_error("f0 did not run within 30 s");
+    }
+    return f0;
+  };
+  // The warm-up, so that f1's and f2's last runs were quick ones (a function never run is not
+  // known quick): batches of f1 and f2(0), each ended by f3, so that neither is the last of a
+  // batch. The first makes them known; in the next ones, their replies are held as below.
+  for (int batch = 0; batch < 3; ++batch) {
+    auto f0 = begin_batch();
+    std::vector<ditask::Future<std::int64_t>> warm;
+    for (std::int64_t i = 0; i < 4; ++i) {
+      warm.push_back(rpc.call_async<std::int64_t>(callee, "f1", i));
+      warm.push_back(rpc.call_async<std::int64_t>(callee, "f2", 0));
+    }
+    warm.push_back(rpc.call_async<std::int64_t>(callee, "f3"));
+    task.emit_to_node(1, "sent");
+    answer(f0, "f0");
+    for (const auto& f : warm) {
+      answer(f, "a warm-up call");
+    }
+  }
+  // The batch of f1 and f2(1): f1 runs with f2 behind it, so its reply is held.
+  auto a = begin_batch();
+  auto b = rpc.call_async<std::int64_t>(callee, "f1", 7);
+  auto c = rpc.call_async<std::int64_t>(callee, "f2", 1);
+  task.emit_to_node(1, "sent");
+  const auto f1 = answer(b, "f1 (held while f2 waits)");
+  task.emit_to_node(1, "go");
+  const auto f2 = answer(c, "f2");
+  answer(a, "f0");
+  say("HELD_REPLIES", "ok f1=" + std::to_string(f1) + " f2=" + std::to_string(f2));
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "worker_pool.hpp"
 
+#include "transport/inline_write.hpp"
+
 #include <algorithm>
 
 namespace ditask::detail {
@@ -70,6 +72,7 @@ void WorkerPool::worker_loop() {
 }
 
 std::exception_ptr WorkerPool::wait(const std::vector<Handle>& jobs) {
+  detail::release_held_writes();  // the jobs may wait for what this thread held
   std::unique_lock lock(mutex_);
   auto all_done = [&] {
     return std::all_of(jobs.begin(), jobs.end(), [](const Handle& j) { return j->done; });

@@ -149,6 +149,17 @@ TEST_CASE("rpc: calls queued behind a running one are answered stopped as soon a
         "queued=stopped|1|add|node 1 is stopping|,stopped|1|add|node 1 is stopping| hold_done_first=no hold=1");
 }
 
+TEST_CASE("rpc: a callee sends the replies it holds for a batch before its next function waits for the caller",
+          "[rpc][integration]") {
+  // Node 0 says "go" only once f1's answer came; f2, run right after f1 in one batch, waits for
+  // that "go" while node 1 holds f1's reply. Without the release before the wait, both wait:
+  // node 0 prints a FAILED line after 30 s and exits non-zero.
+  auto r = run_ditask(rpc_args("rpc_held_replies", 2), 90s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(tagged(r.out, 0, "HELD_REPLIES") == std::vector<std::string>{"ok f1=7 f2=1"});
+}
+
 TEST_CASE("rpc: remote objects are created, called through passed handles, and destroyed when released",
           "[rpc][integration][redis]") {
   const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");

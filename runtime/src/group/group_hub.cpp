@@ -6,6 +6,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "../transport/inline_write.hpp"
+
 namespace ditask::detail {
 
 namespace {
@@ -238,6 +240,11 @@ nlohmann::json GroupHub::arrive(const std::string& group, std::uint64_t round_no
   const auto deadline = timeout == std::chrono::milliseconds::max()
                             ? std::chrono::steady_clock::time_point::max()
                             : std::chrono::steady_clock::now() + timeout;
+  if (!round.done) {
+    lock.unlock();
+    release_held_writes();  // the other members may wait for what this thread held
+    lock.lock();
+  }
   while (!round.done) {
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !round.done) {
       fail_locked(round, "timeout", -1,

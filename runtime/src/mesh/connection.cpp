@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "connection.hpp"
 
+#include <sys/socket.h>
+
+#include <cerrno>
+
 #include "link_limits.hpp"
 
 #include <utility>
@@ -104,6 +108,8 @@ void Link::establish(std::shared_ptr<const EventMeta> sender) {
 }
 
 void Link::read_more() {
+  // True only straight after a short read, in that read's handler: see start_read().
+  const bool drained = std::exchange(drained_, false);
   if (reading_) {
     return;
   }
@@ -124,16 +130,49 @@ void Link::read_more() {
   reading_ = true;
   // The rest of a large payload is read where it belongs, not copied out of the read buffer.
   if (auto tail = decoder_.payload_tail(kDirectReadFrom, kDirectReadUpTo); !tail.empty()) {
-    socket_.async_read_some(asio::buffer(tail.data(), tail.size()),
-                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-                              self->on_read(ec, n, true);
+    start_read(tail.data(), tail.size(), true, drained);
+    return;
+  }
+  start_read(read_buffer_, read_capacity_, false, drained);
+}
+
+void Link::start_read(std::uint8_t* into, std::size_t size, bool direct, bool drained) {
+  if (!drained) {  // there may be bytes already: Asio tries the read at once
+    socket_.async_read_some(asio::buffer(into, size),
+                            [self = shared_from_this(), size, direct](const boost::system::error_code& ec,
+                                                                      std::size_t n) {
+                              self->drained_ = !ec && n < size;
+                              self->on_read(ec, n, direct);
                             });
     return;
   }
-  socket_.async_read_some(asio::buffer(read_buffer_, read_capacity_),
-                          [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-                            self->on_read(ec, n, false);
-                          });
+  // The last read took less than it could: the socket was empty then. Asio's read would try at
+  // once all the same and find nothing (a system call for each read); a wait is queued without
+  // a try, and its readiness comes with the next bytes: the reactor's edge-triggered epoll reports
+  // any that came after that read, on this thread, which queued the wait before it polls again.
+  socket_.async_wait(Socket::wait_read, [self = shared_from_this(), into, size, direct](
+                                            const boost::system::error_code& ec) {
+    if (ec) {
+      self->on_read(ec, 0, direct);
+      return;
+    }
+    ssize_t n = 0;
+    do {
+      n = ::recv(self->fd_, into, size, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // readiness without bytes: wait again
+      self->start_read(into, size, direct, true);
+      return;
+    }
+    if (n <= 0) {
+      self->on_read(n == 0 ? boost::system::error_code(asio::error::eof)
+                           : boost::system::error_code(errno, boost::system::system_category()),
+                    0, direct);
+      return;
+    }
+    self->drained_ = static_cast<std::size_t>(n) < size;
+    self->on_read({}, static_cast<std::size_t>(n), direct);
+  });
 }
 
 void Link::on_read(const boost::system::error_code& ec, std::size_t n, bool direct) {
@@ -194,10 +233,11 @@ void Link::on_read(const boost::system::error_code& ec, std::size_t n, bool dire
       return;
     }
   }
-  // The next read starts before the batch is handed over: its first attempt (Asio reads at once,
-  // usually finding nothing) is over before the dispatcher, woken by the hand-over, writes its
-  // reply on this socket, so that reply no longer meets the attempt on the socket's lock (a
-  // context switch each time). A read that completes at once is posted, not run here.
+  // The next read starts before the batch is handed over. After a short read it is a wait with
+  // no attempt (start_read()); after a full one, Asio's first attempt is over before the
+  // dispatcher, woken by the hand-over, writes its reply on this socket, so that reply does not
+  // meet the attempt on the socket's lock (a context switch each time). A read that completes at
+  // once is posted, not run here.
   if (!result.error) {
     read_more();
   }
@@ -269,10 +309,23 @@ SendResult Link::send_event(OutgoingEvent& event, std::uint64_t sender, std::uin
   }
   if (write_here && !write_active_) {
     write_inline(lock);
+  } else if (!write_active_ && holding_writes() && queued_bytes_ <= queue_bytes_ / 2) {
+    // Written at the holder's release; half the bound keeps room, so no sender waits on a
+    // queue that only the holder would write.
+    lock.unlock();
+    add_held_write(shared_from_this());
   } else {
     schedule_write_locked(lock);
   }
   return SendResult::queued;
+}
+
+void Link::write_held() noexcept {
+  std::unique_lock lock(mutex_);
+  if (write_active_ || closed_ || queue_.empty()) {
+    return;  // a write under way takes the queue along, or nothing is left
+  }
+  write_inline(lock);
 }
 
 void Link::append_frame_locked(const FrameHeader& header, const OutgoingEvent& event, std::size_t size) {

@@ -28,6 +28,7 @@
 #include "hello.hpp"
 #include "link_limits.hpp"
 #include "../transport/channel.hpp"
+#include "../transport/inline_write.hpp"
 #include "../transport/outgoing_event.hpp"
 #include "read_buffer_pool.hpp"
 
@@ -45,7 +46,7 @@ using Socket = boost::asio::generic::stream_protocol::socket;
 /// Writing belongs to whoever holds the write token: the io thread, or an emitting thread that
 /// found the link idle and holds an inline-write grant (transport/inline_write.hpp); it writes
 /// without the lock held. send_*, close and delivered() are called from any thread.
-class Link final : public Receipt, public Channel, public std::enable_shared_from_this<Link> {
+class Link final : public Receipt, public Channel, public HeldWrite, public std::enable_shared_from_this<Link> {
  public:
   /// Receives what a Link reads. Called on the io thread.
   class Owner {
@@ -85,9 +86,12 @@ class Link final : public Receipt, public Channel, public std::enable_shared_fro
   /// Queues an event frame. When the queue is full: waits until `deadline` (wait policy), or
   /// returns dropped at once (`drop`); returns closed when the link is gone.
   /// `write_here`: the caller holds an inline-write grant; when the link is idle it writes the
-  /// frame itself (no io-thread wake-up).
+  /// frame itself (no io-thread wake-up). A thread that holds its writes (hold_writes()) leaves an
+  /// idle link's frame queued for its release, while the queue is at most half full.
   SendResult send_event(OutgoingEvent& event, std::uint64_t sender, std::uint16_t flags, bool drop_when_full,
                         Deadline& deadline, bool write_here) override;
+  /// HeldWrite: writes the queue inline when the link is idle (the holding thread's release).
+  void write_held() noexcept override;
   /// Channel: the peer's --max-frame-bytes (its hello's). Only for an established link.
   std::size_t max_event_bytes() const noexcept override { return handshake_.hello()->max_frame_bytes; }
   /// Channel: the link and what to do about a peer that reads slower than this node sends.
@@ -166,6 +170,9 @@ class Link final : public Receipt, public Channel, public std::enable_shared_fro
   };
 
   void read_more();
+  // Reads into [into, into + size): Asio's read, or, when `drained` (the last read emptied the
+  // socket), a wait for readiness and then one recv. Io thread.
+  void start_read(std::uint8_t* into, std::size_t size, bool direct, bool drained);
   // `direct`: the bytes went into the decoder's payload tail, not the read buffer.
   void on_read(const boost::system::error_code& ec, std::size_t n, bool direct);
   void close_now(const std::string& reason);
@@ -257,6 +264,7 @@ class Link final : public Receipt, public Channel, public std::enable_shared_fro
   std::atomic<std::size_t> inbound_bytes_{0};
   std::atomic<bool> read_paused_{false};
   bool reading_ = false;                // io thread: a read is outstanding
+  bool drained_ = false;                // io thread: the read being handled emptied the socket
   bool closed_here_ = false;            // io thread: closed_, read without the lock (close_now runs on io)
   bool got_bye_ = false;                // io thread
   std::string bye_reason_;              // io thread

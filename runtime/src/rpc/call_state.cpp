@@ -22,6 +22,7 @@ bool CallState::wait(std::chrono::milliseconds timeout) const {
   if (impl_->done.load(std::memory_order_acquire)) {
     return true;  // no wait (no lock): no inline grant either, so a loop of calls is batched by the io thread
   }
+  release_held_writes();  // an answer this thread held may be what the awaited call needs
   std::unique_lock lock(impl_->mutex);
   bool done = false;
   if (timeout == std::chrono::milliseconds::max()) {

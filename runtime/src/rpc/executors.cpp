@@ -1,9 +1,18 @@
 // SPDX-License-Identifier: MIT
 #include "executors.hpp"
 
+#include <limits>
+
 #include "../batch_thread.hpp"
+#include "../transport/inline_write.hpp"
 
 namespace ditask::detail {
+
+namespace {
+// What stop() leaves in a queue's `next`: far past any batch, and still so after the claims
+// its thread may make before it sees the stop.
+constexpr std::size_t kClaimedByStop = std::numeric_limits<std::size_t>::max() / 2;
+}  // namespace
 
 bool ElasticPool::submit(std::function<void()> job) {
   std::lock_guard lock(mutex_);
@@ -68,7 +77,7 @@ bool KeyedQueues::submit(std::int64_t key, std::vector<Job>& jobs) {
   Queue* wake = append_locked(key, jobs);
   lock.unlock();
   if (wake != nullptr) {
-    wake->queued.notify_one();  // only a sleeping thread is woken: a busy one finds the jobs itself
+    wake->wake.notify_one();  // only a sleeping thread is woken: a busy one finds the jobs itself
   }
   return true;
 }
@@ -80,10 +89,15 @@ KeyedQueues::Queue* KeyedQueues::append_locked(std::int64_t key, std::vector<Job
     slot = std::make_unique<Queue>();
   }
   Queue& queue = *slot;
-  for (auto& job : jobs) {
-    queue.jobs.push_back(std::move(job));
+  if (queue.jobs.empty()) {
+    queue.jobs.swap(jobs);
+  } else {
+    for (auto& job : jobs) {
+      queue.jobs.push_back(std::move(job));
+    }
   }
   jobs.clear();
+  queue.queued.store(queue.jobs.size(), std::memory_order_release);
   if (fresh) {
     queue.thread = std::thread([this, q = &queue] {
       become_batch_thread();
@@ -99,24 +113,33 @@ KeyedQueues::Queue* KeyedQueues::append_locked(std::int64_t key, std::vector<Job
 }
 
 void KeyedQueues::loop(Queue& queue) {
-  // One job at a time under the lock, not a batch taken at once: a job not begun stays in the
-  // queue, where stop() can refuse it while the one before it still runs.
   std::unique_lock lock(mutex_);
   for (;;) {
     while (!stopping_ && queue.jobs.empty()) {
       queue.waiting = true;
-      queue.queued.wait(lock);
+      queue.wake.wait(lock);
     }
     queue.waiting = false;
     if (queue.jobs.empty()) {
       return;  // stopping, and nothing left
     }
-    auto job = std::move(queue.jobs.front());
-    queue.jobs.pop_front();
-    const Turn turn = queue.jobs.empty() ? Turn::last : Turn::more;
+    queue.taken.clear();
+    queue.taken.swap(queue.jobs);
+    queue.queued.store(0, std::memory_order_release);
+    queue.taken_count = queue.taken.size();
+    queue.next.store(0, std::memory_order_relaxed);
     lock.unlock();
-    job(turn);
-    job = nullptr;  // what it captured goes before the next wait
+    for (;;) {
+      const std::size_t i = queue.next.fetch_add(1, std::memory_order_acq_rel);
+      if (i >= queue.taken_count) {
+        break;  // all run, or stop() claimed the rest
+      }
+      Job job = std::move(queue.taken[i]);
+      const bool last = i + 1 == queue.taken_count && queue.queued.load(std::memory_order_acquire) == 0;
+      job(last ? Turn::last : Turn::more);
+      job = nullptr;  // what it captured goes before the next wait
+    }
+    release_held_writes();  // a batch that stop() cut short ended on a job with more behind it
     lock.lock();
   }
 }
@@ -131,14 +154,20 @@ void KeyedQueues::stop() noexcept {
     stopping_ = true;
     for (auto& [key, q] : queues_) {
       queues.push_back(q.get());
+      // Taken but not claimed by its thread: claimed here (the thread's next claim finds none).
+      const std::size_t from = q->next.exchange(kClaimedByStop, std::memory_order_acq_rel);
+      for (std::size_t i = from; i < q->taken_count; ++i) {
+        refused.push_back(std::move(q->taken[i]));
+      }
       for (auto& job : q->jobs) {
         refused.push_back(std::move(job));
       }
       q->jobs.clear();
+      q->queued.store(0, std::memory_order_release);
     }
   }
   for (auto* q : queues) {
-    q->queued.notify_all();
+    q->wake.notify_all();
   }
   for (auto& job : refused) {
     job(Turn::refused);

@@ -3,6 +3,7 @@
 // concurrent functions and Future continuations.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -72,10 +73,17 @@ class KeyedQueues {
   bool stopping() const noexcept;
 
  private:
+  // A key's thread takes all queued jobs in one swap (one lock for a batch, not one per job) and
+  // claims them one at a time through `next`, which stop() claims too: a job taken but not
+  // begun is still refused at once.
   struct Queue {
-    std::deque<Job> jobs;              // guarded by the owner's mutex_
-    bool waiting = false;              // guarded by the owner's mutex_: its thread sleeps
-    std::condition_variable queued;    // its thread's wake-up
+    std::vector<Job> jobs;                // guarded by the owner's mutex_: queued, not taken
+    std::atomic<std::size_t> queued{0};   // jobs.size(), read without the lock
+    std::vector<Job> taken;               // written under the owner's mutex_; element i by whoever claimed it
+    std::size_t taken_count = 0;          // taken.size(): written by its thread under the owner's mutex_
+    std::atomic<std::size_t> next{0};     // the next index of taken to claim (its thread, or stop())
+    bool waiting = false;                 // guarded by the owner's mutex_: its thread sleeps
+    std::condition_variable wake;         // its thread's wake-up
     std::thread thread;
   };
   void loop(Queue& queue);

@@ -9,7 +9,7 @@
 namespace ditask::detail {
 
 void RpcRegistry::define(std::string name, Handlers handlers, bool concurrent) {
-  auto entry = std::make_shared<const RpcEntry>(RpcEntry{name, std::move(handlers), concurrent});
+  auto entry = std::make_shared<const RpcEntry>(name, std::move(handlers), concurrent);
   std::unique_lock lock(mutex_);
   functions_[std::move(name)] = std::move(entry);
 }
@@ -48,7 +48,7 @@ void RpcRegistry::define_method(const std::string& class_name, std::string metho
   if (it == classes_.end()) {
     throw Error("class '" + class_name + "' is not defined", "call rpc().define_class<T>(\"" + class_name + "\") first");
   }
-  auto entry = std::make_shared<const RpcEntry>(RpcEntry{class_name + "." + method, std::move(handlers), concurrent});
+  auto entry = std::make_shared<const RpcEntry>(class_name + "." + method, std::move(handlers), concurrent);
   it->second.methods[std::move(method)] = std::move(entry);
 }
 

@@ -3,12 +3,15 @@
 // Process-wide: definitions outlive a task's start and stop.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <typeindex>
+#include <utility>
 #include <vector>
 
 #include "ditask/handler.hpp"
@@ -17,9 +20,14 @@ namespace ditask::detail {
 
 /// One callable: a function, a constructor ("new <Class>") or a method.
 struct RpcEntry {
+  RpcEntry(std::string name_, Handlers handlers_, bool concurrent_)
+      : name(std::move(name_)), handlers(std::move(handlers_)), concurrent(concurrent_) {}
   std::string name;
   Handlers handlers;
   bool concurrent = false;
+  /// How long its last run took, in nanoseconds (saturated); unknown before the first. Thread: any.
+  mutable std::atomic<std::uint32_t> last_run_ns{kNeverRan};
+  static constexpr std::uint32_t kNeverRan = UINT32_MAX;
 };
 
 /// A defined class: its methods by name.

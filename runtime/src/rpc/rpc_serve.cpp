@@ -2,6 +2,8 @@
 // RpcEngine: serving calls. A call is queued on the io thread (behind its caller's earlier
 // calls, or on the pool for a concurrent function), converted and run there, and answered by
 // that thread (with an inline write when the link is idle).
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "../codec/envelope.hpp"
@@ -26,6 +28,7 @@ struct RpcEngine::Served {
   // While it runs:
   bool user = false;     // the arguments converted: an exception now is the function's
   bool replied = false;
+  std::chrono::steady_clock::time_point replied_at;  // when the answer was handed to the transport
 };
 
 namespace {
@@ -40,6 +43,17 @@ std::string hint_of(std::exception_ptr error) {
   } catch (...) {
     return {};
   }
+}
+
+// A served call's reply waits for the replies of the calls queued behind it from the same
+// caller (one write for them all, docs/rpc.md "Threads") only while the function that runs next
+// took at most kQuickRun last time, and for at most kHoldReplies from the first reply held.
+constexpr std::chrono::nanoseconds kQuickRun{20'000};
+constexpr std::chrono::nanoseconds kHoldReplies{50'000};
+thread_local std::chrono::steady_clock::time_point t_held_since;
+
+bool quick(const RpcEntry* entry) {
+  return entry != nullptr && entry->last_run_ns.load(std::memory_order_relaxed) <= kQuickRun.count();
 }
 
 thread_local void* t_call = nullptr;  // RpcEngine::Served* (private type)
@@ -146,10 +160,17 @@ void RpcEngine::serve(Served& call, bool last) {
   t_call_state.reset();
   set_rref_destination(call.caller);  // RRefs in the result go to the caller
   if (last) {
-    grant_inline_write();  // the answer is written here; with more calls queued, the io thread batches
+    grant_inline_write();  // the answer is written here, with the answers held before it
   } else {
     (void)take_inline_write();  // no grant left over from an earlier wait
   }
+  if (!quick(call.entry.get())) {
+    release_held_writes();  // it may run long: the answers held go first
+  } else if (!last && !holding_writes()) {
+    hold_writes();
+    t_held_since = std::chrono::steady_clock::now();
+  }
+  const auto began = std::chrono::steady_clock::now();
   const auto& h = call.header;
   const std::string where = "node " + std::to_string(self_.node);
   try {
@@ -195,6 +216,17 @@ void RpcEngine::serve(Served& call, bool last) {
     }
   }
   ++served_;
+  const auto ended = std::chrono::steady_clock::now();
+  if (call.entry) {
+    // Its run up to its answer: the answer's own write (inline, for the last of a batch) is not the function's.
+    const auto until = call.replied ? call.replied_at : ended;
+    const auto ran = std::chrono::duration_cast<std::chrono::nanoseconds>(until - began).count();
+    call.entry->last_run_ns.store(static_cast<std::uint32_t>(std::min<std::int64_t>(ran, RpcEntry::kNeverRan - 1)),
+                                  std::memory_order_relaxed);
+  }
+  if (last || ended - t_held_since > kHoldReplies) {
+    release_held_writes();
+  }
   set_rref_destination(kNoDestination);
   t_call_state.reset();  // a library's state of this call ends with it
   t_call = nullptr;
@@ -207,6 +239,7 @@ void RpcEngine::reply(const std::vector<std::uint8_t>* wire, EventArgs* args) {
     throw Error("no remote call is being served on this thread");
   }
   call->replied = true;
+  call->replied_at = std::chrono::steady_clock::now();
   send_reply(call->caller, wire, args);
 }
 
@@ -214,6 +247,7 @@ void RpcEngine::reply_error(std::int64_t caller, std::uint64_t id, RpcError::Kin
                             const std::string& hint) {
   if (auto* call = static_cast<Served*>(t_call)) {
     call->replied = true;
+    call->replied_at = std::chrono::steady_clock::now();
   }
   auto& wire = pack_buffer();
   pack_event(wire, id, rpc_wire::status_of(kind), message, hint);

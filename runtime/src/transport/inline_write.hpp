@@ -3,6 +3,8 @@
 // thread. docs/design.md "Threading in a worker".
 #pragma once
 
+#include <memory>
+
 namespace ditask::detail {
 
 /// Lets the calling thread write its next emit to an idle connection itself instead of waking
@@ -15,5 +17,28 @@ void grant_inline_write() noexcept;
 /// thread that emits again before its next wait (a loop of emits) gets false, so those events
 /// are batched by the io thread. Thread: any (the caller's own grant).
 bool take_inline_write() noexcept;
+
+/// A connection whose write a thread put off (hold_writes()); the transport's side of a hold.
+class HeldWrite {
+ public:
+  /// Writes what is queued when no write is under way (the holding thread's, inline), or leaves
+  /// it to the write under way. Thread: the holding thread.
+  virtual void write_held() noexcept = 0;
+
+ protected:
+  ~HeldWrite() = default;
+};
+
+/// From now on, the calling thread's sends queue their frames without writing them or waking
+/// the io thread (the served calls of a batch: their replies go in one write). The thread must
+/// call release_held_writes() before it waits for anything and when the batch ends.
+void hold_writes() noexcept;
+/// Whether the calling thread holds its writes.
+bool holding_writes() noexcept;
+/// Called by a transport whose send was put off on the holding thread: `link` is written at the
+/// release (once, however many sends it took).
+void add_held_write(const std::shared_ptr<HeldWrite>& link);
+/// Writes each connection held since hold_writes() and ends the hold. Cheap when nothing is held.
+void release_held_writes() noexcept;
 
 }  // namespace ditask::detail
