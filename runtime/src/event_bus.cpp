@@ -72,7 +72,7 @@ void EventBus::stop() noexcept {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
-  queued_.notify_all();
+  queued_.wake_all();
   if (thread_.joinable()) {
     if (on_dispatcher_thread()) {
       // Stopping from a handler cannot join itself; the loop ends after this handler.
@@ -132,7 +132,7 @@ std::uint64_t EventBus::register_entry(std::string event, std::shared_ptr<Entry>
     replays_.clear();
   }
   if (replayed) {
-    queued_.notify_one();
+    queued_.wake_all();
   }
   if (grew) {
     tell_interest();  // before on() returns: what this thread emits next comes after it
@@ -249,7 +249,7 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
     }
   }
   if (queued) {  // a kept event needs no dispatcher (waking it for nothing costs two switches)
-    queued_.notify_one();
+    queued_.wake_all();
   }
   for (auto& t : told) {
     if (t.receipt) {
@@ -368,7 +368,7 @@ bool EventBus::post(std::string event, EventArgs args) {
     job.meta = local_meta_;
     push_locked(std::move(job));
   }
-  queued_.notify_one();
+  queued_.wake_all();
   return true;
 }
 
@@ -392,7 +392,12 @@ void EventBus::dispatch_loop() {
   thread_id_ = std::this_thread::get_id();
   std::unique_lock lock(mutex_);
   while (true) {
-    queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    while (!stopping_ && queue_.empty()) {
+      const std::uint32_t seen = queued_.value();
+      lock.unlock();
+      queued_.wait(seen, std::chrono::steady_clock::time_point::max());
+      lock.lock();
+    }
     if (queue_.empty()) {
       finished_ = true;  // stopping, and everything queued before stop() has run
       done_.notify_all();
@@ -547,7 +552,7 @@ std::shared_ptr<WaitState> EventBus::add_waiter(std::string event) {
         std::lock_guard lock(s->mutex);
         s->result = args;
       }
-      s->changed.notify_all();
+      s->changed.wake_all();
     }
   };
   entry->once = true;
@@ -573,7 +578,7 @@ void EventBus::notify_failure() {
           std::lock_guard state_lock(s->mutex);
           ++s->failures;
         }
-        s->changed.notify_all();
+        s->changed.wake_all();
       }
     }
   }
@@ -587,7 +592,7 @@ void EventBus::abort_all_waiters_locked() {
           std::lock_guard lock(s->mutex);
           s->aborted = true;
         }
-        s->changed.notify_all();
+        s->changed.wake_all();
       }
     }
   }

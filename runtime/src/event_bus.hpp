@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "wake_word.hpp"
 #include "bus_job.hpp"
 #include "failure_slot.hpp"
 #include "ditask/event_args.hpp"
@@ -31,7 +32,7 @@ struct WaitState {
   std::shared_ptr<FailureSlot> failures_slot;  // set by Task::waiter: where wait() finds failures
   std::uint64_t handler_id = 0;
   std::mutex mutex;
-  std::condition_variable changed;
+  WakeWord changed;                 // moved after result, aborted or failures changed
   std::optional<EventArgs> result;  // guarded by mutex
   bool aborted = false;             // guarded by mutex
   std::uint64_t failures = 0;       // guarded by mutex: handler failures seen while it waited
@@ -138,7 +139,7 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   std::mutex interest_mutex_;        // serializes the listener's calls (taken before mutex_)
   InterestListener interest_listener_;  // guarded by mutex_
   std::set<std::string> interest_;      // guarded by mutex_: names with a handler (waiters and once handlers stay)
-  std::condition_variable queued_;
+  WakeWord queued_;  // moved after each push and at stop(): wakes the dispatcher
   std::condition_variable done_;
   std::map<std::string, std::vector<std::shared_ptr<Entry>>, std::less<>> handlers_;  // guarded
   // Changed (under mutex_) whenever handlers_ is; read without it by the dispatcher's cache.

@@ -56,10 +56,14 @@ std::optional<EventArgs> Waiter::wait(std::chrono::milliseconds timeout) {
     }
     failures_seen = state_->failures;
     auto over = [&] { return state_->result.has_value() || state_->aborted || state_->failures != failures_seen; };
-    if (forever) {
-      state_->changed.wait(lock, over);
-    } else if (!state_->changed.wait_until(lock, deadline, over)) {
-      return std::nullopt;  // timed out
+    while (!over()) {
+      const std::uint32_t seen = state_->changed.value();  // under the lock: a change after it moves the word
+      lock.unlock();
+      const bool woken = state_->changed.wait(seen, deadline);
+      lock.lock();
+      if (!woken && !over()) {
+        return std::nullopt;  // timed out
+      }
     }
     if (state_->result.has_value() || state_->aborted) {
       return state_->result;

@@ -23,17 +23,19 @@ bool CallState::wait(std::chrono::milliseconds timeout) const {
     return true;  // no wait (no lock): no inline grant either, so a loop of calls is batched by the io thread
   }
   release_held_writes();  // an answer this thread held may be what the awaited call needs
-  std::unique_lock lock(impl_->mutex);
-  bool done = false;
-  if (timeout == std::chrono::milliseconds::max()) {
-    impl_->completed.wait(lock, [&] { return impl_->done.load(); });
-    done = true;
-  } else {
-    done = impl_->completed.wait_for(lock, timeout, [&] { return impl_->done.load(); });
+  const auto deadline = timeout == std::chrono::milliseconds::max() ? std::chrono::steady_clock::time_point::max()
+                                                                     : std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const std::uint32_t seen = impl_->completed.value();
+    if (impl_->done.load(std::memory_order_acquire)) {
+      break;
+    }
+    if (!impl_->completed.wait(seen, deadline) && !impl_->done.load(std::memory_order_acquire)) {
+      return false;
+    }
   }
-  lock.unlock();
   grant_inline_write();  // a reply to what came is written by this thread (as after Waiter::wait)
-  return done;
+  return true;
 }
 
 bool CallState::done() const noexcept { return impl_->done.load(std::memory_order_acquire); }
@@ -81,7 +83,7 @@ void CallState::complete_local(std::shared_ptr<void> value) {
     impl_->done.store(true, std::memory_order_release);
     callbacks.swap(impl_->callbacks);
   }
-  impl_->completed.notify_all();
+  impl_->completed.wake_all();
   for (auto& fn : callbacks) {
     fn();
   }
@@ -106,7 +108,7 @@ std::vector<std::function<void()>> CallState::Impl::finish_locked() {
 }
 
 void CallState::Impl::run(std::vector<std::function<void()>> list, bool posted) {
-  completed.notify_all();
+  completed.wake_all();
   for (auto& fn : list) {
     if (posted) {
       post_callback(engine, std::move(fn));

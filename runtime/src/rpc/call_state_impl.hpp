@@ -3,7 +3,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "../remote_event.hpp"
+#include "../wake_word.hpp"
 #include "ditask/rpc_future.hpp"
 
 namespace ditask::detail {
@@ -25,7 +25,7 @@ void post_callback(const std::weak_ptr<RpcEngine>& engine, std::function<void()>
 struct __attribute__((visibility("hidden"))) CallState::Impl {
 
   mutable std::mutex mutex;
-  mutable std::condition_variable completed;
+  mutable WakeWord completed;  // moved when done is set: wakes wait()
   // Set under mutex, after the result or error (release); read without it (acquire) by the
   // fast paths: a result or error seen done is never written again.
   std::atomic<bool> done{false};

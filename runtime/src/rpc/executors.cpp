@@ -77,7 +77,7 @@ bool KeyedQueues::submit(std::int64_t key, std::vector<Job>& jobs) {
   Queue* wake = append_locked(key, jobs);
   lock.unlock();
   if (wake != nullptr) {
-    wake->wake.notify_one();  // only a sleeping thread is woken: a busy one finds the jobs itself
+    wake->wake.wake_all();  // only a sleeping thread is woken: a busy one finds the jobs itself
   }
   return true;
 }
@@ -117,7 +117,10 @@ void KeyedQueues::loop(Queue& queue) {
   for (;;) {
     while (!stopping_ && queue.jobs.empty()) {
       queue.waiting = true;
-      queue.wake.wait(lock);
+      const std::uint32_t seen = queue.wake.value();
+      lock.unlock();
+      queue.wake.wait(seen, std::chrono::steady_clock::time_point::max());
+      lock.lock();
     }
     queue.waiting = false;
     if (queue.jobs.empty()) {
@@ -167,7 +170,7 @@ void KeyedQueues::stop() noexcept {
     }
   }
   for (auto* q : queues) {
-    q->wake.notify_all();
+    q->wake.wake_all();
   }
   for (auto& job : refused) {
     job(Turn::refused);

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "../wake_word.hpp"
+
 namespace ditask::detail {
 
 /// Runs jobs on threads started on demand (an idle one is reused), at most `max_threads` at
@@ -83,7 +85,7 @@ class KeyedQueues {
     std::size_t taken_count = 0;          // taken.size(): written by its thread under the owner's mutex_
     std::atomic<std::size_t> next{0};     // the next index of taken to claim (its thread, or stop())
     bool waiting = false;                 // guarded by the owner's mutex_: its thread sleeps
-    std::condition_variable wake;         // its thread's wake-up
+    WakeWord wake;                        // its thread's wake-up
     std::thread thread;
   };
   void loop(Queue& queue);

@@ -82,8 +82,17 @@ std::vector<int> iota(int from, int to) {
 
 /// The value a waiter got, waiting at most 10 s.
 std::optional<int> waited(const std::shared_ptr<ditask::detail::WaitState>& state) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
   std::unique_lock lock(state->mutex);
-  state->changed.wait_for(lock, 10s, [&] { return state->result.has_value(); });
+  while (!state->result) {
+    const std::uint32_t seen = state->changed.value();
+    lock.unlock();
+    const bool woken = state->changed.wait(seen, deadline);
+    lock.lock();
+    if (!woken) {
+      break;
+    }
+  }
   return state->result ? std::optional(state->result->get<int>(0)) : std::nullopt;
 }
 
