@@ -13,9 +13,10 @@
 //   ready     Returns right after start(): prints when this worker's mesh was ready.
 //   idle_rss  Prints this worker's VmRSS right after start().
 //   scale     N workers, any topology. Node 0 waits until every peer answered, then has the
-//             highest node broadcast one "bm.wave"; every node prints when start() returned,
-//             when the wave reached it and how many copies did (1; its sender 0), its VmRSS and
-//             its open descriptors (scripts/bench.sh scale, and a test at 128 workers). In a job
+//             highest node broadcast `waves` (1) numbered "bm.wave" events; every node prints when
+//             start() returned, when the first reached it, how many did (`waves`; its sender 0) and
+//             how many out of order, the transport's lost and dropped counts, its VmRSS and its
+//             open descriptors (scripts/bench.sh scale, and a test at 128 workers). In a job
 //             of several launchers node 0 first waits until all WORLD_SIZE - 1 others joined it
 //             (tests/netns/netns_test.sh: 4 hosts x 64 workers over one star).
 //
@@ -398,19 +399,27 @@ std::int64_t open_fds() {
   return ec ? -1 : n - 1;
 }
 
-// When the wave reached this node, and when its sender emitted it.
+// When the wave's first event reached this node and when its sender emitted it; how many of its
+// `waves` numbered events came, and how many came out of order. Written by the dispatcher.
 struct Wave {
+  explicit Wave(std::int64_t count) : waves(count) {}
+  const std::int64_t waves;
   std::atomic<std::int64_t> sent_us{0};
   std::atomic<std::int64_t> at_us{0};
-  std::atomic<std::int64_t> received{0};  // copies that arrived (exactly one, but at its sender: none)
+  std::atomic<std::int64_t> received{0};      // events that arrived (`waves`, but at their sender: none)
+  std::atomic<std::int64_t> out_of_order{0};  // arrived with another number than the next one expected
   Signal arrived;
 };
 
+// One line per node; `lost` and `dropped` are the transport's counts (router().stats()).
 void print_scale(std::int64_t ready_us, const Wave& wave) {
+  const auto stats = ditask::task().router().stats();
   print_line("scale node=" + std::to_string(self_id()) + " peers=" + std::to_string(peer_count()) +
              " ready_us=" + std::to_string(ready_us) + " wave_us=" + std::to_string(wave.at_us.load()) +
              " sent_us=" + std::to_string(wave.sent_us.load()) + " received=" + std::to_string(wave.received.load()) +
-             " vmrss_kb=" + std::to_string(vmrss_kb()) + " fds=" + std::to_string(open_fds()));
+             " out_of_order=" + std::to_string(wave.out_of_order.load()) + " lost=" + std::to_string(stats.lost) +
+             " dropped=" + std::to_string(stats.dropped) + " vmrss_kb=" + std::to_string(vmrss_kb()) +
+             " fds=" + std::to_string(open_fds()));
 }
 
 // The job's worker count: WORLD_SIZE, which the launcher sets (this launcher's workers when absent).
@@ -441,21 +450,31 @@ void await_world(const Params& params) {
 // `ditask --package bench_mesh --main scale --parallel-workers N [--topology star --relay]`; over
 // several launchers, node 0's peers must be the whole job (the others attach to it).
 DITASK_MAIN(scale) {
-  const Params params{};
+  const Params params{{"waves", 1}};
+  if (params["waves"] < 1) {
+    throw std::invalid_argument("bench_mesh: scale needs waves >= 1");
+  }
   auto& task = ditask::task();
   auto running = task.start();
   const std::int64_t ready_us = unix_us();
-  auto wave = std::make_shared<Wave>();
+  auto wave = std::make_shared<Wave>(params["waves"]);
   if (peer_count() == 0) {  // --topology alone: nobody to hear a wave
     wave->at_us = wave->sent_us = ready_us;
     print_scale(ready_us, *wave);
     return;
   }
-  task.on("bm.wave", [wave](std::int64_t sent_us) {  // before ready(): nothing measured comes earlier
-    wave->sent_us = sent_us;
-    wave->at_us = unix_us();
-    ++wave->received;
-    wave->arrived.set();
+  task.on("bm.wave", [wave](std::int64_t sent_us, std::int64_t number) {  // before ready(): nothing measured comes earlier
+    const std::int64_t before = wave->received++;
+    if (before == 0) {
+      wave->sent_us = sent_us;
+      wave->at_us = unix_us();
+    }
+    if (number != before) {
+      ++wave->out_of_order;
+    }
+    if (before + 1 == wave->waves) {
+      wave->arrived.set();
+    }
   });
   if (self_id() != 0) {
     auto bye = task.waiter("bm.bye");
@@ -463,7 +482,9 @@ DITASK_MAIN(scale) {
       const std::int64_t now = unix_us();
       wave->sent_us = now;
       wave->at_us = now;
-      task.emit_remote("bm.wave", now);
+      for (std::int64_t number = 0; number < wave->waves; ++number) {
+        task.emit_remote("bm.wave", now, number);
+      }
       wave->arrived.set();
     });
     answer_probes();

@@ -253,22 +253,26 @@ else
     else
       shape=(--topology alone --attach-to "tcp://$subnet.1:7100")
     fi
-    start "$i" scale "${scale[@]}" --node-ids $((64 * (i - 1))) --address "$subnet.$i" "${shape[@]}" -- timeout_s=300
+    start "$i" scale "${scale[@]}" --node-ids $((64 * (i - 1))) --address "$subnet.$i" "${shape[@]}" -- timeout_s=300 \
+      waves=100
   done
   exited=0
   run_all scale && exited=1
   took=$((SECONDS - began))
   launch_timeout=100
   # One line per node: `[node N] bench_mesh scale node=N peers=P ready_us=.. wave_us=W sent_us=S
-  # received=R vmrss_kb=K fds=F`. The verdict: lines, distinct nodes, wrong counts, the hub's
-  # peers, the largest spoke's descriptors and RSS, the wave's time to its last receiver.
+  # received=R out_of_order=O lost=L dropped=D vmrss_kb=K fds=F`. Node 255 broadcasts 100
+  # numbered events: each other node must get all 100, in order (so each exactly once), with
+  # nothing lost or dropped. The verdict: lines, distinct nodes, wrong counts, the hub's peers,
+  # the largest spoke's descriptors and RSS, the wave's time to its last receiver.
   verdict="$(cat "$work"/scale-{1,2,3,4}.log | awk '
     / bench_mesh scale node=/ {
       for (k = 1; k <= NF; ++k) { split($k, kv, "="); v[kv[1]] = kv[2] }
       n = v["node"] + 0; ++lines
       if (!(n in seen)) { seen[n] = 1; ++nodes }
       if (n < 0 || n > 255) ++bad
-      if ((n == 255 && v["received"] != "0") || (n != 255 && v["received"] != "1")) ++wrong
+      if ((n == 255 && v["received"] != "0") || (n != 255 && v["received"] != "100")) ++wrong
+      if (v["out_of_order"] != "0" || v["lost"] != "0" || v["dropped"] != "0") ++wrong
       if (n == 0) hub = v["peers"]
       else {
         if (v["fds"] + 0 > fds) fds = v["fds"] + 0
@@ -283,7 +287,7 @@ else
   # A spoke: stdin/out/err, its listening socket, its one link, the io thread's epoll and eventfd,
   # the timer and signal descriptors (scale_test's star bound).
   if ((exited && lines == 256 && nodes == 256 && bad == 0 && wrong == 0 && hub == 255 && fds <= 16)); then
-    ok "4 hosts x 64 workers, one job of 256 over a relaying star (hub node 0 on host 1): all 256 ready and the four launchers done in ${took} s; node 255's broadcast reached each of the 255 others exactly once (last after ${wave} s), the hub had 255 peers, a spoke at most $fds descriptors and $((rss / 1024)) MB"
+    ok "4 hosts x 64 workers, one job of 256 over a relaying star (hub node 0 on host 1): all 256 ready and the four launchers done in ${took} s; node 255's 100 broadcast events reached each of the 255 others exactly once and in order, none lost or dropped (the first reached the last receiver after ${wave} s), the hub had 255 peers, a spoke at most $fds descriptors and $((rss / 1024)) MB"
   else
     fail "4 hosts x 64 workers: launchers exited 0: $exited, lines $lines/256, nodes $nodes, wrong counts $wrong, hub peers $hub, spoke descriptors up to $fds (at most 16), ${took} s"
     for i in 1 2 3 4; do
