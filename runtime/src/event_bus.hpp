@@ -131,6 +131,8 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   // Tells the interest listener the names now, when the window has closed.
   void tell_interest();
   void abort_all_waiters_locked();
+  // Applies `change` to every live waiter's state under its lock, then wakes it. Caller holds mutex_.
+  void change_waiters_locked(const std::function<void(WaitState&)>& change);
   bool claim(Entry& entry);
 
   ErrorSink sink_;
