@@ -434,14 +434,22 @@ std::int64_t world_size() {
 // here until every other worker of the job has joined. Errors: std::runtime_error after `timeout_s`.
 void await_world(const Params& params) {
   const std::int64_t others = world_size() - 1;
-  const auto deadline = Clock::now() + params.timeout();
-  while (peer_count() < others) {
-    if (Clock::now() > deadline) {
-      throw std::runtime_error("bench_mesh: " + std::to_string(peer_count()) + " of the job's " +
-                               std::to_string(others) + " other workers joined within " +
-                               std::to_string(params.timeout().count()) + " s");
+  auto& task = ditask::task();
+  auto all = std::make_shared<Signal>();
+  const auto id = task.on(ditask::events::peer_joined, [all, others](const ditask::Kwargs&) {
+    if (peer_count() >= others) {
+      all->set();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // joins have no waitable count: look again
+  });
+  if (peer_count() >= others) {  // joined before the handler was there
+    all->set();
+  }
+  const bool joined = all->wait_for(params.timeout());
+  task.off(ditask::events::peer_joined, id);
+  if (!joined) {
+    throw std::runtime_error("bench_mesh: " + std::to_string(peer_count()) + " of the job's " +
+                             std::to_string(others) + " other workers joined within " +
+                             std::to_string(params.timeout().count()) + " s");
   }
 }
 
