@@ -87,6 +87,14 @@ class ReceiptRun {
 /// well-formed) and where its positional arguments lie, so a typed handler reads them without a
 /// JSON value being built.
 struct PackedPayload {
+  PackedPayload() = default;
+  PackedPayload(const PackedPayload&) = default;
+  PackedPayload(PackedPayload&&) noexcept = default;
+  PackedPayload& operator=(const PackedPayload&) = default;
+  PackedPayload& operator=(PackedPayload&&) noexcept = default;
+  /// Keeps a large `bytes` buffer for the next large payload read (large_buffers.hpp).
+  ~PackedPayload();
+
   std::vector<std::uint8_t> bytes;  ///< the payload, unless `shared` holds it
   /// A small payload in a buffer shared with the other small events of one read (no allocation
   /// per event); it lives as long as any of them.

@@ -8,6 +8,7 @@
 #include "codec/envelope.hpp"
 #include "transport/transport.hpp"
 #include "internal_access.hpp"
+#include "large_buffers.hpp"
 #include "task_impl.hpp"
 
 namespace ditask {
@@ -105,26 +106,34 @@ void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
 
 namespace {
 thread_local std::vector<std::uint8_t> t_pack_buffer;  // detail::pack_buffer()
-// A large payload in this thread's pack buffer is given to the transport instead of copied
-// (the buffer is refilled from empty by the next emit).
-constexpr std::size_t kGiveAwayFrom = 64 * 1024;
+// True while t_pack_buffer is a kept buffer taken, after a large event was given away, for this
+// thread's next event (a stream's next event is likely as large).
+thread_local bool t_pack_buffer_for_next = false;
 
 }  // namespace
 
 void detail::send_wire(Transport& transport, const SendTarget& target, std::string_view event,
                        const std::vector<std::uint8_t>& wire) {
-  if (&wire == &t_pack_buffer && wire.size() >= kGiveAwayFrom) {
+  // A large payload in this thread's pack buffer is given to the transport instead of copied;
+  // the next event is packed into a kept buffer (large_buffers.hpp), when one fits.
+  if (&wire == &t_pack_buffer && wire.size() >= kLargeBufferFrom) {
+    const std::size_t size = wire.size();
     transport.send_owned(target, event, std::move(t_pack_buffer));
-    t_pack_buffer = {};
+    t_pack_buffer = reuse_large_buffer(size);
+    t_pack_buffer.clear();
+    t_pack_buffer_for_next = true;
   } else {
     transport.send_packed(target, event, wire);
   }
 }
 
 std::vector<std::uint8_t>& detail::pack_buffer() {
-  if (t_pack_buffer.capacity() > (1U << 20)) {
-    t_pack_buffer = {};  // one large event does not pin its size for the thread's life
+  if (t_pack_buffer.capacity() > (1U << 20) && !t_pack_buffer_for_next) {
+    // One large event does not pin its size for the thread's life.
+    recycle_large_buffer(std::move(t_pack_buffer));
+    t_pack_buffer = {};
   }
+  t_pack_buffer_for_next = false;
   return t_pack_buffer;
 }
 

@@ -8,6 +8,7 @@
 #include "ditask/error.hpp"
 #include "ditask/detail/packed_args.hpp"
 #include "json_msgpack.hpp"
+#include "../large_buffers.hpp"
 
 namespace ditask::detail::codec {
 namespace {
@@ -153,5 +154,7 @@ std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> pay
 }  // namespace ditask::detail::codec
 
 namespace ditask::detail {
+PackedPayload::~PackedPayload() { recycle_large_buffer(std::move(bytes)); }
+
 EventArgs PackedPayload::unpack() const { return codec::decode_event_args(data()); }
 }  // namespace ditask::detail

@@ -9,6 +9,7 @@
 
 #include "ditask/error.hpp"
 #include "../codec/json_msgpack.hpp"
+#include "../large_buffers.hpp"
 
 namespace ditask::detail::mesh {
 namespace {
@@ -126,20 +127,24 @@ std::size_t FrameDecoder::buffered() const noexcept {
   return header_ ? kHeaderSize + current_.topic.size() + payload : header_fill_;
 }
 
+void FrameDecoder::next_frame() {
+  current_ = Frame{};
+  header_.reset();
+  direct_ = false;
+  direct_fill_ = 0;
+  tail_given_ = false;
+}
+
 std::span<std::uint8_t> FrameDecoder::payload_tail(std::size_t min, std::size_t max_direct) {
   if (error_ || !header_ || current_.topic.size() != header_->topic_bytes) {
     return {};
   }
-  if (!direct_) {
-    const std::size_t missing = header_->payload_bytes - current_.payload.size();
-    if (missing < min || header_->payload_bytes > max_direct) {
-      return {};
-    }
-    direct_fill_ = current_.payload.size();
-    current_.payload.resize(header_->payload_bytes);
-    direct_ = true;
+  const std::size_t missing = header_->payload_bytes - direct_fill_;
+  if (!direct_ || header_->payload_bytes > max_direct || (missing < min && !tail_given_)) {
+    return {};
   }
-  return {current_.payload.data() + direct_fill_, header_->payload_bytes - direct_fill_};
+  tail_given_ = true;  // the rest of this payload is read in place too, however little is left
+  return {current_.payload.data() + direct_fill_, missing};
 }
 
 DecodeResult FrameDecoder::filled(std::size_t n) {
@@ -153,10 +158,8 @@ void FrameDecoder::filled(std::size_t n, DecodeResult& out) {
   out.error.reset();
   direct_fill_ += n;
   if (direct_ && direct_fill_ == header_->payload_bytes) {
-    direct_ = false;
     out.frames.push_back(std::move(current_));
-    current_ = Frame{};
-    header_.reset();
+    next_frame();
   }
 }
 
@@ -165,6 +168,15 @@ bool FrameDecoder::fill_body(std::span<const std::uint8_t>& bytes) {
       std::min(bytes.size(), header_->topic_bytes - current_.topic.size());
   current_.topic.append(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(topic_take));
   bytes = bytes.subspan(topic_take);
+  if (direct_) {  // sized in full already: the bytes go to their place
+    const std::size_t take = std::min(bytes.size(), header_->payload_bytes - direct_fill_);
+    if (take > 0) {
+      std::memcpy(current_.payload.data() + direct_fill_, bytes.data(), take);
+    }
+    direct_fill_ += take;
+    bytes = bytes.subspan(take);
+    return current_.topic.size() == header_->topic_bytes && direct_fill_ == header_->payload_bytes;
+  }
   const std::size_t payload_take =
       std::min(bytes.size(), header_->payload_bytes - current_.payload.size());
   current_.payload.insert(current_.payload.end(), bytes.begin(),
@@ -317,16 +329,20 @@ void FrameDecoder::feed(std::span<const std::uint8_t> bytes, DecodeResult& out) 
       current_ = Frame{
           parsed.header.type, parsed.header.flags, parsed.header.sender, parsed.header.seq, {}, {}};
       // Reserve what a lying header could cost us cheaply; larger bodies grow as bytes arrive.
-      constexpr std::size_t kMaxReserve = 16u << 20;
       current_.topic.reserve(parsed.header.topic_bytes);
-      current_.payload.reserve(std::min(parsed.header.payload_bytes, kMaxReserve));
+      if (parsed.header.payload_bytes >= kLargeBufferFrom && parsed.header.payload_bytes <= kMaxReserve) {
+        // Sized in full at once, in a kept buffer when one fits: no zeroing, no fresh pages.
+        current_.payload = large_buffer_of_size(parsed.header.payload_bytes);
+        direct_ = true;
+      } else {
+        current_.payload.reserve(std::min(parsed.header.payload_bytes, kMaxReserve));
+      }
     }
     if (!fill_body(bytes)) {
       break;
     }
     out.frames.push_back(std::move(current_));
-    current_ = Frame{};
-    header_.reset();
+    next_frame();
   }
 }
 

@@ -136,8 +136,10 @@ class FrameDecoder {
   void feed(std::span<const std::uint8_t> bytes, DecodeResult& out);
 
   /// While a frame's payload of at most `max_direct` bytes is arriving and at least `min` bytes
-  /// of it are still missing: where they go, for the caller to read into directly (then
-  /// filled()); empty otherwise. Saves copying a large payload out of the read buffer.
+  /// of it are still missing (or a tail of it was given before): where they go, for the caller
+  /// to read into directly (then filled()); empty otherwise. Saves copying a large payload out of the read buffer. Only
+  /// payloads of kLargeBufferFrom bytes up to 16 MiB are read so (sized in full from a kept
+  /// buffer when their header arrives).
   std::span<std::uint8_t> payload_tail(std::size_t min, std::size_t max_direct);
   /// `n` bytes were read into payload_tail(); returns the frame once it is complete.
   DecodeResult filled(std::size_t n);
@@ -167,8 +169,16 @@ class FrameDecoder {
   std::size_t header_fill_ = 0;
   std::optional<FrameHeader> header_;  // set while the body is being read
   Frame current_;
+  /// Ends the frame in current_ (moved out or not) and starts the next.
+  void next_frame();
+
+  // Payloads from kLargeBufferFrom up to this are sized in full when their header arrives (a
+  // lying header cannot make us allocate more at once); larger ones grow as their bytes arrive.
+  static constexpr std::size_t kMaxReserve = 16u << 20;
+
   bool direct_ = false;         // current_.payload is sized in full; direct_fill_ bytes of it are in
   std::size_t direct_fill_ = 0;
+  bool tail_given_ = false;     // payload_tail() gave this frame's payload out once
   std::size_t share_below_ = 0;
   std::optional<std::string> error_;
 };

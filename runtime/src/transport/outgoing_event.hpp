@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "../large_buffers.hpp"
+
 namespace ditask::detail {
 
 /// Topic and payload of one frame, shared (never copied) by the copies sent to several peers.
@@ -41,8 +43,14 @@ class OutgoingEvent {
   /// The shared Body (copies the bytes on the first call).
   const BodyPtr& body() {
     if (!body_) {
-      body_ = owned_ ? std::make_shared<Body>(Body{std::string(topic_), std::move(*owned_)})
-                     : std::make_shared<Body>(Body{std::string(topic_), {payload_.begin(), payload_.end()}});
+      if (owned_) {  // a large payload given to the transport: its buffer is reused once written
+        body_ = BodyPtr(new Body{std::string(topic_), std::move(*owned_)}, [](Body* body) {
+          recycle_large_buffer(std::move(body->payload));
+          delete body;  // NOLINT(cppcoreguidelines-owning-memory)
+        });
+      } else {
+        body_ = std::make_shared<Body>(Body{std::string(topic_), {payload_.begin(), payload_.end()}});
+      }
       payload_ = body_->payload;  // the same bytes (a moved vector keeps its buffer)
       owned_ = nullptr;
     }

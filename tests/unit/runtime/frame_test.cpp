@@ -4,6 +4,7 @@
 #include "mesh/frame.hpp"
 #include "codec/envelope.hpp"
 #include "codec/json_msgpack.hpp"
+#include "large_buffers.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -430,4 +431,49 @@ TEST_CASE("frames: the rest of a large payload is read into it directly, a small
   auto again = decoder.feed(small);
   REQUIRE(again.frames.size() == 1);
   CHECK(again.frames[0].payload == Bytes{1, 2, 3});
+}
+
+TEST_CASE("frames: a large payload is read into a kept buffer, and none of that buffer's old bytes show",
+          "[frame]") {
+  const std::size_t size = 150000;
+  Bytes payload(size);
+  for (std::size_t i = 0; i < size; ++i) {
+    payload[i] = static_cast<std::uint8_t>(i * 13 + 1);
+  }
+  const auto wire = mesh::encode(make_frame(mesh::FrameType::event, "task.big", payload, 4));
+  // Chunk sizes that split the header, the topic and the payload in every way, and reads straight
+  // into the payload (payload_tail) for part of the chunks.
+  for (const std::size_t chunk : {std::size_t{1000}, std::size_t{70001}, wire.size()}) {
+    for (const bool read_direct : {false, true}) {
+      // A kept buffer longer than the payload, full of bytes that must not show.
+      Bytes kept(size + 5000, 0xee);
+      const auto* kept_data = kept.data();
+      ditask::detail::recycle_large_buffer(std::move(kept));
+      mesh::FrameDecoder decoder(1 << 20);
+      std::vector<mesh::Frame> frames;
+      std::size_t at = 0;
+      while (at < wire.size()) {
+        auto tail = read_direct ? decoder.payload_tail(1, 1 << 20) : std::span<std::uint8_t>{};
+        mesh::DecodeResult result;
+        if (!tail.empty()) {
+          const std::size_t n = std::min(tail.size(), chunk);
+          std::copy_n(wire.begin() + static_cast<std::ptrdiff_t>(at), n, tail.begin());
+          at += n;
+          result = decoder.filled(n);
+        } else {
+          const std::size_t n = std::min(chunk, wire.size() - at);
+          result = decoder.feed(std::span(wire).subspan(at, n));
+          at += n;
+        }
+        REQUIRE(!result.error);
+        for (auto& frame : result.frames) {
+          frames.push_back(std::move(frame));
+        }
+      }
+      INFO("chunk " << chunk << ", direct reads " << read_direct);
+      REQUIRE(frames.size() == 1);
+      CHECK(frames[0].payload == payload);
+      CHECK(frames[0].payload.data() == kept_data);  // the kept buffer, not a new one
+    }
+  }
 }
