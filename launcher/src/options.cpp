@@ -63,7 +63,7 @@ const std::vector<OptionSpec>& option_specs() {
         {"token", "", K::text, "", {}, "Shared secret of the mesh handshake (default: $DITASK_TOKEN; empty = none). Never printed; prefer DITASK_TOKEN, as a command line is visible to other users"},
         {"startup-timeout", "", K::number, "60", {}, "Seconds a worker's task.start() waits for its mesh peers"},
         {"max-frame-bytes", "", K::bytes, "256M", {}, "Largest frame a worker sends or accepts; K, M, G are binary (1024 to 4G-1)"},
-        {"send-queue-bytes", "", K::bytes, "64M", {}, "Bound of the send queue to each peer (at least 64K)"},
+        {"send-queue-bytes", "", K::bytes, "8M", {}, "Bound of the send queue to each peer (at least 64K)"},
         {"send-timeout", "", K::number, "30", {}, "Seconds an emit waits for room in a full send queue before failing (--send-policy wait)"},
         {"send-policy", "", K::text, "wait", {"wait", "drop"}, "When a send queue is full: wait (up to --send-timeout), or drop the event, counting and logging it"},
     });

@@ -46,7 +46,7 @@ struct NodeSettings {
   std::optional<std::int64_t> world_size;
   std::chrono::milliseconds startup_timeout{60'000};
   std::size_t max_frame_bytes = 256u << 20;
-  std::size_t send_queue_bytes = 64u << 20;
+  std::size_t send_queue_bytes = 8u << 20;
   std::chrono::milliseconds send_timeout{30'000};
   bool drop_when_full = false;          ///< --send-policy drop
 };

@@ -30,14 +30,14 @@ TEST_CASE("launcher mesh option defaults", "[launcher][options][mesh]") {
   const Options o = resolve({});
   CHECK(o.startup_timeout == 60.0);
   CHECK(o.max_frame_bytes == 268435456);
-  CHECK(o.send_queue_bytes == 67108864);
+  CHECK(o.send_queue_bytes == 8388608);
   CHECK(o.send_timeout == 30.0);
   CHECK(o.send_policy == "wait");
   CHECK_FALSE(o.relay);
   CHECK(o.token.empty());
   CHECK(o.values.at("token").empty());
   CHECK(o.values.at("max-frame-bytes") == "256M");
-  CHECK(o.values.at("send-queue-bytes") == "64M");
+  CHECK(o.values.at("send-queue-bytes") == "8M");
   CHECK(o.origins.at("startup-timeout") == Source::default_value);
   CHECK(o.origins.at("token") == Source::default_value);
 }

@@ -360,7 +360,7 @@ TEST_CASE("DITASK_PLAN carries the run id, topology, nodes and mesh settings",
     CHECK(d.at("run_id_explicit") == false);
     CHECK(d.at("topology") == "mesh");
     CHECK(d.at("mesh") == nlohmann::json::parse(R"({
-      "startup_timeout_s": 60.0, "max_frame_bytes": 268435456, "send_queue_bytes": 67108864,
+      "startup_timeout_s": 60.0, "max_frame_bytes": 268435456, "send_queue_bytes": 8388608,
       "send_timeout_s": 30.0, "send_policy": "wait", "relay": false})"));
   }
 }

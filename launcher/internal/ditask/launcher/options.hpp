@@ -101,7 +101,7 @@ struct Options {
   std::string token;              ///< mesh handshake secret; empty = none. Never printed
   double startup_timeout = 60.0;  ///< seconds task.start() waits for its mesh peers
   std::int64_t max_frame_bytes = std::int64_t{256} << 20;  ///< topic + payload of one frame
-  std::int64_t send_queue_bytes = std::int64_t{64} << 20;  ///< bound of each peer's send queue
+  std::int64_t send_queue_bytes = std::int64_t{8} << 20;  ///< bound of each peer's send queue
   double send_timeout = 30.0;        ///< seconds an emit waits for room in a full send queue
   std::string send_policy = "wait";  ///< "wait", or "drop" (count and log instead of waiting)
   bool relay = false;                ///< star hub (local worker 0) relays between spokes
