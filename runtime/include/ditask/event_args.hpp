@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -20,12 +21,19 @@ namespace detail {
 
 template <class T>
 inline constexpr bool is_bytes_v = std::is_same_v<std::decay_t<T>, std::vector<std::uint8_t>>;
+/// True for std::span<const std::uint8_t>: bytes sent as a binary without a vector of their own,
+/// and received as a view of the event's bytes, valid while the handler runs.
+template <class T>
+inline constexpr bool is_bytes_view_v = std::is_same_v<std::decay_t<T>, std::span<const std::uint8_t>>;
 
-/// One argument as JSON. A std::vector<std::uint8_t> becomes a JSON binary (raw bytes on the wire).
+/// One argument as JSON. A std::vector<std::uint8_t> or std::span<const std::uint8_t> becomes a
+/// JSON binary (raw bytes on the wire).
 template <class T>
 json to_arg(T&& value) {
   if constexpr (is_bytes_v<T>) {
     return json::binary(std::vector<std::uint8_t>(std::forward<T>(value)));
+  } else if constexpr (is_bytes_view_v<T>) {
+    return json::binary(std::vector<std::uint8_t>(value.begin(), value.end()));
   } else {
     return json(std::forward<T>(value));
   }
@@ -34,12 +42,17 @@ json to_arg(T&& value) {
 /// A JSON argument as T (any type with nlohmann from_json). Errors: nlohmann::json::exception.
 template <class T>
 T from_arg(const json& value) {
-  if constexpr (is_bytes_v<T>) {
-    if (value.is_binary()) {
-      return T(value.get_binary().begin(), value.get_binary().end());
+  if constexpr (is_bytes_view_v<T>) {  // a view of `value`'s bytes; a non-binary throws type_error
+    const auto& bytes = value.get_binary();
+    return T(bytes.data(), bytes.size());
+  } else {
+    if constexpr (is_bytes_v<T>) {
+      if (value.is_binary()) {
+        return T(value.get_binary().begin(), value.get_binary().end());
+      }
     }
+    return value.get<T>();
   }
-  return value.get<T>();
 }
 
 }  // namespace detail

@@ -104,6 +104,9 @@ class DITASK_API CallState {
 /// Errors: RpcError(bad_result) when it returned nothing or something R cannot hold.
 template <class R>
 R convert_result(const CallState& state) {
+  static_assert(!is_bytes_view_v<R>,
+                "ditask: a call's result cannot be a std::span view (the reply's bytes go with the call): "
+                "use std::vector<std::uint8_t>");
   if constexpr (is_unpackable_v<R>) {
     const PackedArgs view = state.result_view();
     if (view.count == 1) {

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
+#include <utility>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -262,4 +264,50 @@ TEST_CASE("packed_args: a packed remote event reaches fast and JSON handlers ali
   REQUIRE(errors.size() == 2);
   CHECK_THAT(errors[0], Catch::StartsWith("e: argument 0"));
   CHECK_THAT(errors[1], Catch::StartsWith("e: argument 0"));
+}
+
+TEST_CASE("packed_args: a std::span<const std::uint8_t> parameter views the received bytes without a copy, "
+          "on the fast path and the JSON path, and a span argument is sent as bytes",
+          "[packed]") {
+  using View = std::span<const std::uint8_t>;
+  Bytes blob(70000);
+  for (std::size_t i = 0; i < blob.size(); ++i) {
+    blob[i] = static_cast<std::uint8_t>(i * 3);
+  }
+  // Sent from a span: the same bytes as from a vector, on the wire and as JSON.
+  CHECK(packed(View(blob), 1) == packed(blob, 1));
+  check_same_as_json(View(blob), std::string("s"));
+  CHECK(ditask::EventArgs::from(View(blob)).args == ditask::EventArgs::from(blob).args);
+
+  std::vector<std::pair<const std::uint8_t*, Bytes>> seen;  // where each view pointed, and what it held
+  auto typed = ditask::detail::make_handlers([&](View view, int n) {
+    seen.emplace_back(view.data(), Bytes(view.begin(), view.end()));
+    CHECK(n == 9);
+  });
+  REQUIRE(typed.packed);
+  // Fast path: the view points into the event's own bytes.
+  const Bytes wire = packed(blob, 9);
+  auto layout = codec::locate_event_args(wire);
+  REQUIRE(layout);
+  layout->bytes = wire;
+  REQUIRE(typed.packed(layout->view(), ditask::EventMeta{}));
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].second == blob);
+  const auto* begin = layout->bytes.data();
+  CHECK((seen[0].first > begin && seen[0].first < begin + layout->bytes.size()));
+  // A string is not bytes: declined here, and refused by the JSON path naming the argument.
+  const Bytes mistyped = packed(std::string("ab"), 9);
+  auto other = codec::locate_event_args(mistyped);
+  REQUIRE(other);
+  other->bytes = mistyped;
+  CHECK_FALSE(typed.packed(other->view(), ditask::EventMeta{}));
+  CHECK_THROWS_WITH(typed.raw(ditask::EventArgs::from(std::string("ab"), 9), ditask::EventMeta{}),
+                    Catch::StartsWith("argument 0"));
+  // JSON path (a local emit): the view points into the EventArgs' binary.
+  const auto args = ditask::EventArgs::from(blob, 9);
+  typed.raw(args, ditask::EventMeta{});
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1].second == blob);
+  CHECK(seen[1].first == args.args[0].get_binary().data());
+  CHECK(args.get<View>(0).size() == blob.size());
 }

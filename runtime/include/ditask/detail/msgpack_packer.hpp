@@ -96,7 +96,8 @@ class Packer {
     out_.push_back(0xcb);
     big_endian(bits, 8);
   }
-  /// One simple C++ value: bool, a number, a string or a std::vector<std::uint8_t> (bin).
+  /// One simple C++ value: bool, a number, a string, or a std::vector<std::uint8_t> or
+  /// std::span<const std::uint8_t> (bin).
   template <class T>
   void value(const T& v) {
     using D = std::remove_cv_t<std::remove_reference_t<T>>;
@@ -108,7 +109,7 @@ class Packer {
       integer(static_cast<std::int64_t>(v));
     } else if constexpr (std::is_integral_v<D>) {
       unsigned_int(static_cast<std::uint64_t>(v));
-    } else if constexpr (std::is_same_v<D, std::vector<std::uint8_t>>) {
+    } else if constexpr (std::is_same_v<D, std::vector<std::uint8_t>> || std::is_same_v<D, std::span<const std::uint8_t>>) {
       binary(v);
     } else {
       string(std::string_view(v));

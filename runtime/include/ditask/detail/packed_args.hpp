@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -21,19 +22,21 @@
 
 namespace ditask::detail::inline wire_v1 {
 
-/// True for an argument type the fast path writes: bool, integers, floating point, strings and
-/// std::vector<std::uint8_t>.
+/// True for an argument type the fast path writes: bool, integers, floating point, strings,
+/// std::vector<std::uint8_t> and std::span<const std::uint8_t>.
 template <class T, class D = std::remove_cv_t<std::remove_reference_t<T>>>
 inline constexpr bool is_packable_v =
     std::is_arithmetic_v<D> || std::is_same_v<D, std::string> || std::is_same_v<D, std::string_view> ||
     std::is_same_v<D, const char*> || std::is_same_v<D, char*> || std::is_same_v<D, std::vector<std::uint8_t>> ||
+    std::is_same_v<D, std::span<const std::uint8_t>> ||
     (std::is_array_v<D> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<D>>, char>);
 
-/// True for a handler parameter type the fast path reads (the decayed types of is_packable_v
-/// that own their value).
+/// True for a handler parameter type the fast path reads: the decayed types of is_packable_v
+/// that own their value, and std::span<const std::uint8_t> (a view of the received bytes).
 template <class D>
 inline constexpr bool is_unpackable_v =
-    std::is_arithmetic_v<D> || std::is_same_v<D, std::string> || std::is_same_v<D, std::vector<std::uint8_t>>;
+    std::is_arithmetic_v<D> || std::is_same_v<D, std::string> || std::is_same_v<D, std::vector<std::uint8_t>> ||
+    std::is_same_v<D, std::span<const std::uint8_t>>;
 
 /// The envelope's opening: the 2-entry map, key "a" and the header of `positional` arguments.
 inline void pack_envelope_begin(Packer& p, std::size_t positional) {
@@ -71,7 +74,8 @@ struct PackedArgs {
 
 /// Reads one MessagePack value as T, advancing `p`; false (nothing consumed) when the value is
 /// not of T's simple form or out of T's range: integers for integral T (and for floating-point
-/// T, also floats), bool, str for std::string, bin for std::vector<std::uint8_t>.
+/// T, also floats), bool, str for std::string, bin for std::vector<std::uint8_t> and for
+/// std::span<const std::uint8_t> (which then points into [p, end)).
 template <class T>
 bool unpack_value(const std::uint8_t*& p, const std::uint8_t* end, T& out) {
   Reader reader(p, end);
@@ -112,6 +116,11 @@ bool unpack_value(const std::uint8_t*& p, const std::uint8_t* end, T& out) {
     } else {
       return false;
     }
+  } else if constexpr (std::is_same_v<T, std::span<const std::uint8_t>>) {
+    if (item.kind != K::bin) {
+      return false;
+    }
+    out = T(reinterpret_cast<const std::uint8_t*>(item.data), item.count);
   } else {
     constexpr bool is_string = std::is_same_v<T, std::string>;
     if (item.kind != (is_string ? K::str : K::bin)) {
