@@ -30,7 +30,7 @@
 #            round trip.
 #   stream   K (1000000) one-way 64-byte events, events/s (baseline: one write() per frame).
 #            Targets: ratio >= 8 to raw, >= 1 to ZeroMQ.
-#   big      K (2000) one-way 1 MiB events, GB/s. Target: ratio >= 0.7.
+#   big      K (2000) one-way 1 MiB events, GB/s. Target: ratio >= 0.8.
 #   fanout   K (200000) 64-byte events from node 0 to 7 peers (8 workers), events/s reaching
 #            all 7, and delivered/sent. Target: 100% delivered.
 #   ready    N (8, 32) workers whose entry returns right after start() (mesh ready): the time

@@ -415,7 +415,7 @@ mesh_main() {
   add_figure stream "stream 64 B" tcp "events/s" ">= 8" ">= 1"
   mesh_step "stream: $COUNT events of 64 B, raw, ditask and ZeroMQ, $RUNS_TEXT" \
     measure_stream stream events_per_s 2 "$COUNT" 64
-  add_figure big "stream 1 MiB" tcp "GB/s" ">= 0.7"
+  add_figure big "stream 1 MiB" tcp "GB/s" ">= 0.8"
   mesh_step "stream: $BIG_COUNT events of 1 MiB, raw, ditask and ZeroMQ, $RUNS_TEXT" \
     measure_stream big gb_per_s 2 "$BIG_COUNT" 1048576
   add_figure fanout "fan-out 1->7" tcp "events/s" delivered
