@@ -38,15 +38,13 @@ if(DITASK_SANITIZE)
   endif()
 endif()
 
-# Boost 1.81 header-only: Process v2 compiled once (process_v2_impl.cpp), std::filesystem for
-# Process and DLL, and no pidfd backend (its wait can block the io_context in waitpid until the
-# child exits, boostorg/process#564; the SIGCHLD backend does not).
+# Boost 1.81 header-only, std::filesystem for DLL. (The launcher reaps its workers itself, with
+# wait4 on SIGCHLD: Boost.Process v2's wait gives no resource use; see docs/design.md.)
 add_library(ditask_boost INTERFACE)
 add_library(ditask::boost ALIAS ditask_boost)
 target_link_libraries(ditask_boost INTERFACE Boost::headers Threads::Threads)
 target_compile_definitions(ditask_boost INTERFACE
-  BOOST_PROCESS_V2_SEPARATE_COMPILATION BOOST_PROCESS_USE_STD_FS
-  BOOST_PROCESS_V2_DISABLE_PIDFD_OPEN BOOST_DLL_USE_STD_FS)
+  BOOST_DLL_USE_STD_FS)
 
 # ditask_add_module(name SOURCES...): a module (MODULE library, no 'lib' prefix) for ditask.
 function(ditask_add_module name)

@@ -17,6 +17,7 @@
 #include "ditask/runtime/write_all.hpp"
 #include "listen_sockets.hpp"
 #include "rendezvous.hpp"
+#include "summary_json.hpp"
 #include "supervisor.hpp"
 
 extern char** environ;
@@ -136,6 +137,9 @@ int launch(const Options& options, const WorkerCommand& command,
       throw Error("cannot create the log folder in '" + options.log_dir + "': " + ec.message(),
                   "check that --log-dir is writable");
     }
+  }
+  if (!options.summary_json.empty()) {
+    check_summary_path(summary_path(options.summary_json, plan));
   }
   ListenSockets sockets = ListenSockets::bind_all(plan, options.hosts);
   // Only about a mesh that can listen: a bad --address fails above, with no warning first.

@@ -303,6 +303,9 @@ Options build_options(const RawValues& values) {
   if (const auto* v = get("log-dir")) {
     o.log_dir = *v;
   }
+  if (const auto* v = get("summary-json")) {
+    o.summary_json = *v;
+  }
   if (const auto* v = get("tag-output")) {
     o.tag_output = to_bool("tag-output", *v);
   }

@@ -16,11 +16,19 @@
 
 namespace ditask::launcher {
 
+/// What one process used, from the kernel when it was reaped (wait4).
+struct ResourceUse {
+  double user_seconds = 0;        ///< CPU time in user mode
+  double system_seconds = 0;      ///< CPU time in the kernel
+  std::int64_t peak_rss_bytes = 0;  ///< largest resident set (of it or of a child it waited for)
+};
+
 /// How one attempt of one worker ended, as far as the rules care.
 struct AttemptEnd {
   int status = 0;                        ///< raw wait status
   std::vector<std::string> last_stderr;  ///< its last stderr lines, oldest first
   std::string log_path;                  ///< its log file, or empty
+  std::optional<ResourceUse> usage;      ///< unset when the process never started
 };
 
 /// What a spawn did: a pid, or the end of an attempt that never started.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "process_spawner_posix.hpp"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,17 +18,22 @@
 #include "ditask/launcher/group_signal.hpp"
 #include "ditask/runtime/log.hpp"
 #include "output.hpp"
-#include "process_v2.hpp"
 #include "spawn_posix.hpp"
 
 namespace ditask::launcher {
 
 namespace asio = boost::asio;
-namespace bp = boost::process::v2;
 using boost::system::error_code;
 
 namespace {
 constexpr auto kDrainLimit = std::chrono::seconds(2);  // output after exit, e.g. from grandchildren
+
+double seconds_of(const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; }
+
+ResourceUse usage_of(const rusage& r) {
+  // Linux reports ru_maxrss in KiB.
+  return ResourceUse{seconds_of(r.ru_utime), seconds_of(r.ru_stime), static_cast<std::int64_t>(r.ru_maxrss) * 1024};
+}
 }  // namespace
 
 Timers::Id AsioTimers::after(std::chrono::milliseconds delay, std::function<void()> fire) {
@@ -73,7 +79,6 @@ struct PosixProcessSpawner::Child {
   std::size_t index;
   unsigned generation = 0;  // bumps per attempt; stale callbacks compare it
   pid_t pid = -1;
-  std::unique_ptr<bp::process> process;
   std::shared_ptr<Stream> out;
   std::shared_ptr<Stream> err;
   std::unique_ptr<WorkerOutput> output;
@@ -81,16 +86,20 @@ struct PosixProcessSpawner::Child {
   bool alive = false;
   bool exited = false;
   int status = 0;
+  ResourceUse usage;
   asio::steady_timer drain_timer;
 };
 
 PosixProcessSpawner::PosixProcessSpawner(asio::io_context& ctx, const Options& options, const Plan& plan,
                                          ListenSockets& sockets, const WorkerCommand& command,
-                                         const std::map<std::string, std::string>& environment, SpawnEvents& events)
-    : ctx_(ctx), options_(options), plan_(plan), sockets_(sockets), command_(command), events_(events) {
+                                         const std::map<std::string, std::string>& environment, SpawnEvents& events,
+                                         const WorkerStatsFolder* stats)
+    : ctx_(ctx), options_(options), plan_(plan), sockets_(sockets), command_(command), events_(events),
+      stats_(stats) {
   // What every worker inherits, computed once: the launcher's environment without stale
   // DITASK_* variables and without the names the contract sets per worker.
-  std::set<std::string> contract_names = {"DITASK_ATTEMPT", "DITASK_LISTEN_FD", "DITASK_FINISHED_NODES"};
+  std::set<std::string> contract_names = {"DITASK_ATTEMPT", "DITASK_LISTEN_FD", "DITASK_FINISHED_NODES",
+                                          "DITASK_STATS_FILE"};
   for (const auto& worker : plan.workers) {
     for (const auto& entry : worker.env) {
       contract_names.insert(entry.first);
@@ -120,6 +129,9 @@ SpawnResult PosixProcessSpawner::spawn(std::size_t worker, int attempt) {
   }
   env.push_back("DITASK_LISTEN_FD=" + std::to_string(kListenFd));
   env.push_back("DITASK_LAUNCHER_PID=" + std::to_string(::getpid()));
+  if (stats_ != nullptr) {
+    env.push_back("DITASK_STATS_FILE=" + stats_->file_for(c.plan->node_id, attempt));
+  }
   ++c.generation;
   c.out = std::make_shared<Stream>(ctx_, STDOUT_FILENO);
   c.err = std::make_shared<Stream>(ctx_, STDERR_FILENO);
@@ -147,37 +159,25 @@ SpawnResult PosixProcessSpawner::spawn(std::size_t worker, int attempt) {
   std::fflush(nullptr);
   c.exited = false;
   try {
-    // posix_spawn, not fork: see spawn_posix.hpp. Boost.Process only waits for it.
-    const pid_t pid = spawn_worker(SpawnRequest{command_.exe, command_.args, std::move(env), out_w.native_handle(),
-                                                err_w.native_handle(), sockets_.fd(worker)});
-    c.process = std::make_unique<bp::process>(ctx_.get_executor(), pid);
+    // posix_spawn, not fork: see spawn_posix.hpp. Its exit is reaped by reap() on SIGCHLD.
+    c.pid = spawn_worker(SpawnRequest{command_.exe, command_.args, std::move(env), out_w.native_handle(),
+                                      err_w.native_handle(), sockets_.fd(worker)});
   } catch (const std::exception& e) {
     c.output->line(STDERR_FILENO, std::string("ditask: error: cannot start worker: ") + e.what());
     c.alive = false;
     c.exited = true;
     c.open_streams = 0;
     AttemptEnd end{127 << 8, {c.output->last_stderr().begin(), c.output->last_stderr().end()},
-                   c.output->log_path()};  // 127: as a shell reports a command it cannot run
+                   c.output->log_path(), std::nullopt};  // 127: as a shell reports a command it cannot run
     return SpawnResult{-1, std::move(end)};
   }
   c.alive = true;
-  c.pid = c.process->id();
   ::setpgid(c.pid, c.pid);  // also here: a signal may come before the child's own setpgid
   out_w.close();
   err_w.close();
   c.open_streams = 2;
   read(c, c.out);
   read(c, c.err);
-  const unsigned generation = c.generation;
-  c.process->async_wait([this, &c, generation](error_code ec, int) {
-    if (generation != c.generation) {
-      return;
-    }
-    if (ec) {
-      DITASK_LOG(error, "launcher") << "lost the exit status of node " << c.plan->node_id << ": " << ec.message();
-    }
-    on_exit(c, ec ? (255 << 8) : c.process->native_exit_code());
-  });
   return SpawnResult{c.pid, std::nullopt};
 }
 
@@ -217,14 +217,13 @@ void PosixProcessSpawner::read(Child& c, const std::shared_ptr<Stream>& stream) 
       });
 }
 
-void PosixProcessSpawner::on_exit(Child& c, int status) {
+void PosixProcessSpawner::on_exit(Child& c, int status, const ResourceUse& usage) {
   DITASK_LOG(debug, "launcher") << "node " << c.plan->node_id << " (pid " << c.pid << ") ended, status " << status
                                 << ", " << c.open_streams << " stream(s) open";
   c.alive = false;
   c.exited = true;
   c.status = status;
-  c.process->detach();
-  reap_orphans();
+  c.usage = usage;
   events_.exited(c.index, status);
   if (c.open_streams == 0) {
     attempt_over(c);
@@ -252,22 +251,31 @@ void PosixProcessSpawner::on_stream_closed(Child& c) {
 void PosixProcessSpawner::attempt_over(Child& c) {
   events_.attempt_over(c.index, AttemptEnd{c.status,
                                            {c.output->last_stderr().begin(), c.output->last_stderr().end()},
-                                           c.output->log_path()});
+                                           c.output->log_path(), c.usage});
 }
 
-void PosixProcessSpawner::reap_orphans() {
-  // Peek without reaping: a worker's status belongs to its own async_wait.
+void PosixProcessSpawner::reap() {
+  // Peek first (WNOWAIT): a worker is reaped with wait4 for its resource use, any other child
+  // (an orphan re-parented to this subreaper) just goes.
   while (true) {
     siginfo_t info{};
     if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) {
       return;
     }
+    Child* worker = nullptr;
     for (const auto& c : children_) {
       if (c->alive && c->pid == info.si_pid) {
-        return;  // a worker's exit: Process v2 reaps it
+        worker = c.get();
       }
     }
-    ::waitpid(info.si_pid, nullptr, WNOHANG);
+    int status = 0;
+    rusage use{};
+    if (::wait4(info.si_pid, &status, WNOHANG, &use) <= 0) {
+      return;  // someone else reaped it meanwhile (not expected: this loop is the only waiter)
+    }
+    if (worker != nullptr) {
+      on_exit(*worker, status, usage_of(use));
+    }
   }
 }
 

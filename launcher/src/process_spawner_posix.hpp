@@ -15,6 +15,7 @@
 #include "ditask/launcher/plan.hpp"
 #include "listen_sockets.hpp"
 #include "process_spawner.hpp"
+#include "summary_json.hpp"
 
 namespace ditask::launcher {
 
@@ -38,23 +39,26 @@ class AsioTimers final : public Timers {
 /// Reaps orphans re-parented to the launcher. Thread: the io_context's.
 class PosixProcessSpawner final : public ProcessSpawner {
  public:
-  /// `events` is told of exits and drained attempts; every reference outlives this object.
+  /// `events` is told of exits and drained attempts; every reference outlives this object, as
+  /// does `stats` (with --summary-json: each attempt gets its file as DITASK_STATS_FILE).
   PosixProcessSpawner(boost::asio::io_context& ctx, const Options& options, const Plan& plan,
                       ListenSockets& sockets, const WorkerCommand& command,
-                      const std::map<std::string, std::string>& environment, SpawnEvents& events);
+                      const std::map<std::string, std::string>& environment, SpawnEvents& events,
+                      const WorkerStatsFolder* stats = nullptr);
   ~PosixProcessSpawner() override;
 
   SpawnResult spawn(std::size_t worker, int attempt) override;
   void signal(std::size_t worker, int sig) override;
   void retire(std::size_t worker) override;
-  /// Reaps exited children that are not workers (SIGCHLD, and after each worker's exit).
-  void reap_orphans();
+  /// Reaps every exited child (call on SIGCHLD): a worker's exit, with its status and resource
+  /// use, goes to the events; an orphan re-parented to the launcher just goes.
+  void reap();
 
  private:
   struct Child;
   struct Stream;
   void read(Child& c, const std::shared_ptr<Stream>& stream);
-  void on_exit(Child& c, int status);
+  void on_exit(Child& c, int status, const ResourceUse& usage);
   void on_stream_closed(Child& c);
   void attempt_over(Child& c);
 
@@ -65,6 +69,7 @@ class PosixProcessSpawner final : public ProcessSpawner {
   std::string finished_nodes_;  // the retired workers' node ids, "0,3": DITASK_FINISHED_NODES
   const WorkerCommand& command_;
   SpawnEvents& events_;
+  const WorkerStatsFolder* stats_;
   std::vector<std::string> base_env_;  // KEY=VALUE inherited by every worker
   std::vector<std::unique_ptr<Child>> children_;
 };

@@ -60,7 +60,7 @@ int exit_code(const Report& report) {
 
 void print_summary(const Report& report, const Options& options) {
   if (!report.stopping && !report.failure) {
-    DITASK_LOG(info, "launcher") << "all " << report.attempts.size() << " workers succeeded";
+    DITASK_LOG(info, "launcher") << "all " << report.workers.size() << " workers succeeded";
     return;
   }
   switch (report.cause) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ditask/launcher/options.hpp"
+#include "process_spawner.hpp"
 
 namespace ditask::launcher {
 
@@ -32,6 +33,23 @@ struct Stopped {
   bool clean = false;  ///< it exited 0 on the stop signal (a module that stops gracefully)
 };
 
+/// One ended attempt of a local worker.
+struct AttemptRecord {
+  int attempt = 0;
+  pid_t pid = -1;                    ///< -1 when its process could not be started
+  int status = 0;                    ///< raw wait status
+  std::optional<ResourceUse> usage;  ///< unset when its process never started
+};
+
+/// One local worker at the end of the job.
+struct WorkerRecord {
+  std::int64_t node_id = 0;
+  int attempt = 0;                     ///< its last attempt (= its restarts)
+  std::vector<AttemptRecord> ended;    ///< its ended attempts, oldest first
+  bool stopped_by_launcher = false;    ///< the launcher signalled its last attempt to stop
+  bool still_running = false;          ///< it did not die after SIGKILL (the launcher gave up)
+};
+
 /// What happened to the job, for the summary and the exit code.
 struct Report {
   bool stopping = false;
@@ -40,7 +58,7 @@ struct Report {
   std::optional<Failure> failure;
   std::vector<Stopped> stopped;
   std::vector<std::string> also_failed;  ///< failed on their own while the job was stopping
-  std::vector<int> attempts;  ///< last attempt of each local worker
+  std::vector<WorkerRecord> workers;  ///< each local worker, filled in once all are done
 };
 
 /// "node 1 (pid 4711, attempt 0) killed by SIGSEGV" or "... exited with code 3".

@@ -80,6 +80,7 @@ void Supervision::spawn(std::size_t i) {
   }
   SpawnResult started = spawner_.spawn(i, w.attempt);
   if (started.failed) {
+    w.pid = -1;
     w.status = started.failed->status;
     attempt_over(i, std::move(*started.failed));
     return;
@@ -100,6 +101,7 @@ void Supervision::attempt_over(std::size_t i, AttemptEnd end) {
   Worker& w = workers_.at(i);
   w.alive = false;
   w.status = end.status;
+  w.ended.push_back(AttemptRecord{w.attempt, w.pid, end.status, end.usage});
   const bool ok = WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0;
   if (ok || w.stop_requested || report_.stopping) {
     // During a stop nothing is restarted or decides the exit code; the summary still tells a
@@ -180,9 +182,7 @@ void Supervision::kill_remaining() {
         report_.stopped.push_back({w.node_id, w.pid, false});
       }
     }
-    for (const auto& w : workers_) {
-      report_.attempts.push_back(w.attempt);
-    }
+    record_workers(true);
     all_done_ = true;
     cancel(grace_timer_);
     if (finished_) {
@@ -231,14 +231,18 @@ void Supervision::check_all_done() {
   }
   DITASK_LOG(debug, "launcher") << "every worker is done";
   all_done_ = true;
-  for (const auto& w : workers_) {
-    report_.attempts.push_back(w.attempt);
-  }
+  record_workers(false);
   cancel(grace_timer_);
   cancel(final_timer_);
   cancel(timeout_timer_);
   if (finished_) {
     finished_(false);
+  }
+}
+
+void Supervision::record_workers(bool gave_up) {
+  for (const auto& w : workers_) {
+    report_.workers.push_back(WorkerRecord{w.node_id, w.attempt, w.ended, w.stop_requested, gave_up && w.alive});
   }
 }
 

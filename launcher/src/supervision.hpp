@@ -59,7 +59,7 @@ class Supervision final : public SpawnEvents {
   bool alive(std::size_t i) const { return workers_.at(i).alive; }
   /// Worker `i`'s current (or last) attempt.
   int attempt(std::size_t i) const { return workers_.at(i).attempt; }
-  /// What happened, for the summary (attempts filled in once all are done).
+  /// What happened, for the summary (workers filled in once all are done).
   const Report& report() const noexcept { return report_; }
   /// The job's exit code so far (final once all_done()).
   int exit_code() const { return launcher::exit_code(report_); }
@@ -74,6 +74,7 @@ class Supervision final : public SpawnEvents {
     bool stop_requested = false;  // the launcher stopped it: never a failure, never restarted
     bool done = false;            // last attempt over, no restart pending
     std::optional<Timers::Id> start_timer;  // a start or restart is pending
+    std::vector<AttemptRecord> ended;       // for the report
   };
 
   void start_after(std::size_t i, std::chrono::milliseconds delay);
@@ -81,6 +82,7 @@ class Supervision final : public SpawnEvents {
   void begin_stop(StopCause cause, int sig);
   void kill_remaining();
   void check_all_done();
+  void record_workers(bool gave_up);
   void cancel(std::optional<Timers::Id>& timer);
 
   const SupervisionPolicy policy_;

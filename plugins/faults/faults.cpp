@@ -3,6 +3,8 @@
 // hangs, floods of output, last words on stderr, failures on one node or one attempt.
 // Numbers come from the module arguments: `ditask --package faults --main exit_code -- 3`.
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -132,6 +134,29 @@ DITASK_MAIN(segv_on_node) {
 // Prints "ready pid=<pid>" once running, then waits until it is stopped (tests collect the pids).
 DITASK_MAIN(hang_ready) {
   std::cout << "ready pid=" << ::getpid() << std::endl;
+  block_forever();
+}
+
+// Node 0 emits args()[0] (default 10) "tick" events once every peer is connected; each other
+// node prints "got N ticks" when it has them all, node 0 "sent N ticks"; then every node waits
+// until it is stopped (no SIGTERM handler: the signal's default action ends it).
+DITASK_MAIN(ticks_then_hang) {
+  const std::int64_t count = first_arg(10);
+  auto& task = ditask::task();
+  auto running = task.start();
+  if (node_id() == 0) {
+    for (std::int64_t i = 0; i < count; ++i) {
+      task.emit("tick", i);
+    }
+    std::cout << "sent " << count << " ticks" << std::endl;
+  } else {
+    auto got = std::make_shared<std::atomic<std::int64_t>>(0);
+    task.on("tick", [got, count](std::int64_t) {
+      if (++*got == count) {
+        std::cout << "got " << count << " ticks" << std::endl;
+      }
+    });
+  }
   block_forever();
 }
 

@@ -15,6 +15,7 @@
 #include "internal_access.hpp"
 #include "signal_copies.hpp"
 #include "start_hook.hpp"
+#include "worker_stats.hpp"
 
 namespace ditask::detail {
 namespace {
@@ -104,6 +105,7 @@ void deliver_term() noexcept {
   } catch (...) {
   }
   if (!wanted) {
+    write_worker_stats(t.router().stats());  // the launcher's --summary-json still counts this worker
     take_default_term();
     return;
   }

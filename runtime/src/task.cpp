@@ -10,6 +10,7 @@
 #include "transport/transport.hpp"
 #include "start_hook.hpp"
 #include "task_impl.hpp"
+#include "worker_stats.hpp"
 
 namespace ditask {
 
@@ -170,6 +171,7 @@ void Task::stop_as(bool failing) noexcept {
     // Calls in flight fail, served calls end, handles are released, owned objects destroyed.
     detail::set_current_rpc_engine(nullptr);
     rpc->stop();
+    detail::add_finished_rpc_run(rpc->stats());  // the worker's totals for --summary-json
   }
   if (transport) {
     try {

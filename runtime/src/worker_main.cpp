@@ -22,6 +22,7 @@
 #include "internal_access.hpp"
 #include "malloc_tuning.hpp"
 #include "start_hook.hpp"
+#include "worker_stats.hpp"
 
 extern char** environ;  // NOLINT: POSIX, declared by no standard header
 
@@ -133,7 +134,8 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
   if (task().running()) {
     task().stop();  // the module returned without stopping it: run its queued handlers now
   }
-  detail::shutdown_worker_transport(code != 0);  // delivers what is still queued for peers, says bye
+  // Delivers what is still queued for peers and says bye; then the counters for --summary-json.
+  detail::write_worker_stats(detail::shutdown_worker_transport(code != 0));
   flush_output();
   return code;
 }

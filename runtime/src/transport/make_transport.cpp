@@ -77,16 +77,18 @@ std::shared_ptr<Transport> worker_transport(bool create) {
   return g_worker_transport;
 }
 
-void shutdown_worker_transport(bool failed) noexcept {
+TransportStats shutdown_worker_transport(bool failed) noexcept {
   std::shared_ptr<Transport> transport;
   {
     std::lock_guard lock(g_worker_mutex);
     transport = std::move(g_worker_transport);
     g_worker_plan.reset();
   }
-  if (transport) {
-    transport->shutdown(failed);
+  if (!transport) {
+    return {};
   }
+  transport->shutdown(failed);
+  return transport->stats();  // after the shutdown: what it lost on the way out counts too
 }
 
 }  // namespace ditask::detail

@@ -79,7 +79,8 @@ void send_wire(Transport& transport, const SendTarget& target, std::string_view 
 /// The worker's transport, created and started on the first call with `create` once worker
 /// mode set its plan (null in a plain process). Errors: ditask::Error when it cannot start.
 std::shared_ptr<Transport> worker_transport(bool create);
-/// Shuts the worker's transport down (worker exit). `failed`: the entry failed.
-void shutdown_worker_transport(bool failed) noexcept;
+/// Shuts the worker's transport down (worker exit). `failed`: the entry failed. Returns the
+/// transport's counters after the shutdown (all zero when there was none).
+TransportStats shutdown_worker_transport(bool failed) noexcept;
 
 }  // namespace ditask::detail

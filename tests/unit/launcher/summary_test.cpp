@@ -173,7 +173,7 @@ TEST_CASE("print_summary explains the first failure", "[launcher][summary]") {
   }
   SECTION("success prints nothing at the default log level") {
     Report ok;
-    ok.attempts = {0, 0};
+    ok.workers.resize(2);
     CHECK(stderr_of([&] { ditask::launcher::print_summary(ok, options); }).empty());
   }
 }

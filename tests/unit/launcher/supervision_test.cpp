@@ -72,7 +72,7 @@ class FakeSpawner final : public ProcessSpawner {
   SpawnResult spawn(std::size_t worker, int attempt) override {
     starts.push_back({worker, attempt, clock_.now()});
     if (fail_to_start.count(worker) != 0) {
-      return SpawnResult{-1, AttemptEnd{exited(127), {"ditask: error: cannot start worker: no such file"}, ""}};
+      return SpawnResult{-1, AttemptEnd{exited(127), {"ditask: error: cannot start worker: no such file"}, "", std::nullopt}};
     }
     return SpawnResult{static_cast<pid_t>(1000 + starts.size()), std::nullopt};
   }
@@ -127,7 +127,7 @@ struct Job {
   /// Worker `i`'s process ends with `status` and its output is drained.
   void end(std::size_t i, int status, std::vector<std::string> last_stderr = {}) {
     rules.exited(i, status);
-    rules.attempt_over(i, AttemptEnd{status, std::move(last_stderr), ""});
+    rules.attempt_over(i, AttemptEnd{status, std::move(last_stderr), "", ditask::launcher::ResourceUse{0.5, 0.25, 4096}});
   }
   FakeClock clock;
   FakeSpawner spawner;
@@ -135,6 +135,15 @@ struct Job {
   bool finished = false;
   bool gave_up = false;
 };
+
+/// Each worker's last attempt, as the report has it.
+std::vector<int> last_attempts(const ditask::launcher::Report& report) {
+  std::vector<int> attempts;
+  for (const auto& w : report.workers) {
+    attempts.push_back(w.attempt);
+  }
+  return attempts;
+}
 
 }  // namespace
 
@@ -150,7 +159,7 @@ TEST_CASE("supervision: every worker exits 0: exit code 0, nobody signalled", "[
   CHECK_FALSE(job.gave_up);
   CHECK(job.rules.exit_code() == 0);
   CHECK(job.spawner.signals.empty());
-  CHECK(job.rules.report().attempts == std::vector<int>{0, 0, 0});
+  CHECK(last_attempts(job.rules.report()) == std::vector<int>{0, 0, 0});
   CHECK(job.clock.pending() == 0);
 }
 
@@ -261,7 +270,24 @@ TEST_CASE("supervision: --auto-recover restarts with doubling backoff, capped, u
   CHECK(job.finished);
   CHECK(job.rules.exit_code() == 4);
   CHECK(job.rules.report().failure->attempt == 3);
-  CHECK(job.rules.report().attempts == std::vector<int>{0, 3});
+  CHECK(last_attempts(job.rules.report()) == std::vector<int>{0, 3});
+  // The report keeps every ended attempt (for --summary-json): pid, status and resource use.
+  const auto& workers = job.rules.report().workers;
+  REQUIRE(workers.size() == 2);
+  CHECK(workers[0].stopped_by_launcher);
+  CHECK_FALSE(workers[1].stopped_by_launcher);
+  REQUIRE(workers[1].ended.size() == 4);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const auto& a = workers[1].ended[static_cast<std::size_t>(attempt)];
+    CHECK(a.attempt == attempt);
+    CHECK(a.status == exited(attempt == 3 ? 4 : 1));
+    REQUIRE(a.usage);
+    CHECK(a.usage->user_seconds == 0.5);
+    CHECK(a.usage->peak_rss_bytes == 4096);
+  }
+  CHECK(workers[1].ended[0].pid != workers[1].ended[1].pid);
+  REQUIRE(workers[0].ended.size() == 1);
+  CHECK(workers[0].ended[0].status == killed(SIGTERM));
 }
 
 TEST_CASE("supervision: a worker that exits 0 is retired at once, a failed one that restarts is not",
@@ -375,7 +401,7 @@ TEST_CASE("supervision: an exited worker is not signalled while its output drain
   job.rules.exited(0, exited(0));  // gone, output not drained yet
   job.end(1, exited(5));
   CHECK(job.spawner.signals_to(0).empty());
-  job.rules.attempt_over(0, AttemptEnd{exited(0), {}, ""});
+  job.rules.attempt_over(0, AttemptEnd{exited(0), {}, "", std::nullopt});
   CHECK(job.finished);
   CHECK(job.rules.exit_code() == 5);
 }

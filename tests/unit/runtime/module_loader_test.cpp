@@ -71,7 +71,7 @@ TEST_CASE("list_entries reads the DITASK_MAIN entries without loading", "[loader
         std::vector<std::string>{"dial_finished_peer", "exit_code", "fail_first_attempt", "fail_on_node", "hang",
                                  "hang_ready", "ignore_int_ready", "kill_self", "noop",
                                  "orphan_then_hang", "restart_after_peer_finished", "segv", "segv_on_node", "spam",
-                                 "stderr_then_die", "throw_error", "usr1_event"});
+                                 "stderr_then_die", "throw_error", "ticks_then_hang", "usr1_event"});
   CHECK(ditask::list_entries(module_path("greeting")) ==
         std::vector<std::string>{"main", "main_entry"});
   CHECK(ditask::list_entries(module_path("echo_env")) == std::vector<std::string>{"crash_first_attempt", "main"});

@@ -89,6 +89,7 @@ struct Options {
   double timeout = 0.0;                  ///< seconds for the whole job; 0 = none
   std::int64_t world_size = 0;           ///< 0: the local worker count
   std::string log_dir;
+  std::string summary_json;              ///< --summary-json FILE ({node}, {run} not yet replaced)
   bool tag_output = true;
   std::string tag_format = "[node {node}]";
   bool dry_run = false;
