@@ -171,7 +171,7 @@ Options build_options(const RawValues& values) {
     apply_layout(o, *v, get("parallel-workers") != nullptr, get("world-size"), get("roles") != nullptr);
   }
   for (const char* name :
-       {"protocol", "topology", "platform", "mq-type", "log-level", "send-policy"}) {
+       {"protocol", "topology", "platform", "mq-type", "log-level", "send-policy", "status"}) {
     if (const auto* v = get(name)) {
       require_choice(name, *v);
     }
@@ -305,6 +305,9 @@ Options build_options(const RawValues& values) {
   }
   if (const auto* v = get("summary-json")) {
     o.summary_json = *v;
+  }
+  if (const auto* v = get("status")) {
+    o.status = *v;
   }
   if (const auto* v = get("tag-output")) {
     o.tag_output = to_bool("tag-output", *v);

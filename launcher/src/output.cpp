@@ -7,6 +7,7 @@
 
 #include "ditask/error.hpp"
 #include "ditask/runtime/write_all.hpp"
+#include "status_line.hpp"
 
 namespace ditask::launcher {
 
@@ -69,7 +70,7 @@ void WorkerOutput::line(int fd, const std::string& text) {
   }
   out += text;
   out += '\n';
-  ditask::detail::write_all(fd, out);
+  write_above_status(fd, out);
   if (log_) {
     *log_ << text << '\n';
     log_->flush();

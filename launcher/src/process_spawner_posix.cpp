@@ -93,13 +93,13 @@ struct PosixProcessSpawner::Child {
 PosixProcessSpawner::PosixProcessSpawner(asio::io_context& ctx, const Options& options, const Plan& plan,
                                          ListenSockets& sockets, const WorkerCommand& command,
                                          const std::map<std::string, std::string>& environment, SpawnEvents& events,
-                                         const WorkerStatsFolder* stats)
+                                         const WorkerStatsFolder* stats, std::chrono::milliseconds stats_period)
     : ctx_(ctx), options_(options), plan_(plan), sockets_(sockets), command_(command), events_(events),
-      stats_(stats) {
+      stats_(stats), stats_period_(stats_period) {
   // What every worker inherits, computed once: the launcher's environment without stale
   // DITASK_* variables and without the names the contract sets per worker.
   std::set<std::string> contract_names = {"DITASK_ATTEMPT", "DITASK_LISTEN_FD", "DITASK_FINISHED_NODES",
-                                          "DITASK_STATS_FILE"};
+                                          "DITASK_STATS_FILE", "DITASK_STATS_PERIOD_MS"};
   for (const auto& worker : plan.workers) {
     for (const auto& entry : worker.env) {
       contract_names.insert(entry.first);
@@ -131,6 +131,9 @@ SpawnResult PosixProcessSpawner::spawn(std::size_t worker, int attempt) {
   env.push_back("DITASK_LAUNCHER_PID=" + std::to_string(::getpid()));
   if (stats_ != nullptr) {
     env.push_back("DITASK_STATS_FILE=" + stats_->file_for(c.plan->node_id, attempt));
+    if (stats_period_.count() > 0) {
+      env.push_back("DITASK_STATS_PERIOD_MS=" + std::to_string(stats_period_.count()));
+    }
   }
   ++c.generation;
   c.out = std::make_shared<Stream>(ctx_, STDOUT_FILENO);

@@ -40,11 +40,13 @@ class AsioTimers final : public Timers {
 class PosixProcessSpawner final : public ProcessSpawner {
  public:
   /// `events` is told of exits and drained attempts; every reference outlives this object, as
-  /// does `stats` (with --summary-json: each attempt gets its file as DITASK_STATS_FILE).
+  /// does `stats` (with --summary-json or --status: each attempt gets its file as
+  /// DITASK_STATS_FILE, rewritten every `stats_period` while it runs when that is not 0).
   PosixProcessSpawner(boost::asio::io_context& ctx, const Options& options, const Plan& plan,
                       ListenSockets& sockets, const WorkerCommand& command,
                       const std::map<std::string, std::string>& environment, SpawnEvents& events,
-                      const WorkerStatsFolder* stats = nullptr);
+                      const WorkerStatsFolder* stats = nullptr,
+                      std::chrono::milliseconds stats_period = std::chrono::milliseconds(0));
   ~PosixProcessSpawner() override;
 
   SpawnResult spawn(std::size_t worker, int attempt) override;
@@ -70,6 +72,7 @@ class PosixProcessSpawner final : public ProcessSpawner {
   const WorkerCommand& command_;
   SpawnEvents& events_;
   const WorkerStatsFolder* stats_;
+  std::chrono::milliseconds stats_period_;
   std::vector<std::string> base_env_;  // KEY=VALUE inherited by every worker
   std::vector<std::unique_ptr<Child>> children_;
 };

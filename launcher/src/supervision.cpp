@@ -240,6 +240,20 @@ void Supervision::check_all_done() {
   }
 }
 
+Supervision::Counts Supervision::counts() const {
+  Counts c;
+  for (const auto& w : workers_) {
+    if (w.alive) {
+      ++c.running;
+    } else if (w.done) {
+      ++c.done;
+    } else if (w.attempt > 0) {
+      ++c.restarting;  // its restart is pending (a first start pending counts nowhere)
+    }
+  }
+  return c;
+}
+
 void Supervision::record_workers(bool gave_up) {
   for (const auto& w : workers_) {
     report_.workers.push_back(WorkerRecord{w.node_id, w.attempt, w.ended, w.stop_requested, gave_up && w.alive});

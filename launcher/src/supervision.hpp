@@ -59,6 +59,13 @@ class Supervision final : public SpawnEvents {
   bool alive(std::size_t i) const { return workers_.at(i).alive; }
   /// Worker `i`'s current (or last) attempt.
   int attempt(std::size_t i) const { return workers_.at(i).attempt; }
+  /// How many workers run, wait for a restart, or are done (for the status line).
+  struct Counts {
+    int running = 0;
+    int restarting = 0;
+    int done = 0;
+  };
+  Counts counts() const;
   /// What happened, for the summary (workers filled in once all are done).
   const Report& report() const noexcept { return report_; }
   /// The job's exit code so far (final once all_done()).

@@ -12,6 +12,8 @@
 #include "process_spawner_posix.hpp"
 #include "ditask/runtime/log.hpp"
 #include "summary.hpp"
+#include "live_status.hpp"
+#include "status_line.hpp"
 #include "summary_json.hpp"
 #include "supervision.hpp"
 
@@ -26,8 +28,10 @@ class Supervisor {
  public:
   Supervisor(const Options& options, const Plan& plan, ListenSockets& sockets, const WorkerCommand& command,
              const std::map<std::string, std::string>& environment)
-      : options_(options), plan_(plan), stats_(stats_folder(options)), timers_(ctx_),
-        spawner_(ctx_, options, plan, sockets, command, environment, relay_, stats_.get()),
+      : options_(options), plan_(plan), status_wanted_(status_wanted(options.status, STDERR_FILENO)),
+        stats_(stats_folder(options, status_wanted_)), timers_(ctx_),
+        spawner_(ctx_, options, plan, sockets, command, environment, relay_, stats_.get(),
+                 status_wanted_ ? kStatusPeriod : std::chrono::milliseconds(0)),
         rules_(SupervisionPolicy::from(options), node_ids(plan), spawner_, timers_),
         signals_(ctx_, SIGINT, SIGTERM, SIGQUIT), forwarded_(ctx_, SIGUSR1, SIGUSR2, SIGHUP),
         children_(ctx_, SIGCHLD) {
@@ -38,6 +42,8 @@ class Supervisor {
     // Orphaned grandchildren are re-parented to us, so a worker's helpers cannot outlive the job.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     rules_.on_finished([this](bool gave_up) {
+      status_timer_.cancel();
+      status_.reset();  // gone before the summary
       signals_.cancel();
       forwarded_.cancel();
       children_.cancel();
@@ -49,8 +55,14 @@ class Supervisor {
     watch(signals_, [this](int sig) { rules_.on_stop_signal(sig); });
     watch(forwarded_, [this](int sig) { rules_.on_forwarded_signal(sig); });
     watch(children_, [this](int) { spawner_.reap(); });
+    if (status_wanted_) {
+      status_ = std::make_unique<StatusLine>(STDERR_FILENO);
+      live_ = std::make_unique<LiveStatus>(plan_, rules_, *stats_);
+    }
     rules_.start();
+    refresh_status();
     ctx_.run();
+    status_.reset();
     print_summary(rules_.report(), options_);
     write_summary();
     return rules_.exit_code();
@@ -64,13 +76,29 @@ class Supervisor {
     void attempt_over(std::size_t worker, AttemptEnd end) override { to->attempt_over(worker, std::move(end)); }
   };
 
-  static std::unique_ptr<WorkerStatsFolder> stats_folder(const Options& options) {
-    return options.summary_json.empty() ? nullptr : std::make_unique<WorkerStatsFolder>();
+  static constexpr std::chrono::milliseconds kStatusPeriod{1000};
+
+  static std::unique_ptr<WorkerStatsFolder> stats_folder(const Options& options, bool status) {
+    return options.summary_json.empty() && !status ? nullptr : std::make_unique<WorkerStatsFolder>();
+  }
+
+  /// Redraws the status line now and every kStatusPeriod until the job ends.
+  void refresh_status() {
+    if (!status_ || rules_.all_done()) {
+      return;
+    }
+    status_->show(format_status(live_->sample()));
+    status_timer_.expires_after(kStatusPeriod);
+    status_timer_.async_wait([this](error_code ec) {
+      if (!ec) {
+        refresh_status();
+      }
+    });
   }
 
   /// --summary-json: the job has run, so a failed write is a warning, never another exit code.
   void write_summary() {
-    if (!stats_) {
+    if (options_.summary_json.empty()) {
       return;
     }
     const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -107,7 +135,8 @@ class Supervisor {
   const Options& options_;
   const Plan& plan_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::unique_ptr<WorkerStatsFolder> stats_;  // with --summary-json
+  const bool status_wanted_;
+  std::unique_ptr<WorkerStatsFolder> stats_;  // with --summary-json or the status line
   Relay relay_;
   AsioTimers timers_;
   PosixProcessSpawner spawner_;
@@ -115,6 +144,9 @@ class Supervisor {
   asio::signal_set signals_;
   asio::signal_set forwarded_;
   asio::signal_set children_;
+  asio::steady_timer status_timer_{ctx_};
+  std::unique_ptr<StatusLine> status_;  // while shown
+  std::unique_ptr<LiveStatus> live_;
 };
 
 }  // namespace

@@ -292,6 +292,11 @@ std::size_t EventBus::kept() const {
   return window_.size();
 }
 
+std::size_t EventBus::backlog() const {
+  std::lock_guard lock(mutex_);
+  return queued_jobs_;
+}
+
 std::size_t EventBus::remove_matching(std::string_view pattern) {
   std::size_t removed = erase_matching(pattern);
   if (removed > 0) {

@@ -84,6 +84,8 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   void end_startup_window();
   /// Events the startup window keeps now (a test aid).
   std::size_t kept() const;
+  /// Events queued for the dispatcher and not yet run (the live status line's backlog).
+  std::size_t backlog() const;
   /// Waits until every event queued before the call ran. No-op on the dispatcher thread.
   void drain();
   /// True on the dispatcher thread.

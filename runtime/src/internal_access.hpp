@@ -52,6 +52,8 @@ struct TaskAccess {
   /// the module's own threads (runtime threads such as the signal watcher).
   /// Errors: ditask::Error when not running.
   static void post_local(Task& task, std::string_view event, EventArgs args = {});
+  /// Events queued for the task's dispatcher and not yet run; 0 when it is not running.
+  static std::size_t backlog(const Task& task) noexcept;
 };
 
 /// Replaces args(). Called by worker mode before the entry runs (and by tests), never concurrently

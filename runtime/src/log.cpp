@@ -72,6 +72,12 @@ Level parse_level(std::string_view name) {
               "choose one of: error, warn, info, debug, trace");
 }
 
+namespace {
+std::atomic<LineWriter> g_line_writer{nullptr};
+}  // namespace
+
+void set_line_writer(LineWriter writer) noexcept { g_line_writer.store(writer); }
+
 void set_tag(std::string tag) {
   std::lock_guard lock(g_tag_mutex);
   g_tag = std::move(tag);
@@ -90,7 +96,11 @@ Line::Line(Level level, std::string_view area) {
 Line::~Line() {
   try {
     out_ << '\n';
-    detail::write_all(STDERR_FILENO, out_.str());
+    if (const LineWriter writer = g_line_writer.load()) {
+      writer(out_.str());
+    } else {
+      detail::write_all(STDERR_FILENO, out_.str());
+    }
   } catch (...) {
     // A logger must never throw from a destructor.
   }

@@ -92,6 +92,17 @@ std::size_t detail::TaskAccess::handler_count(const Task& task, std::string_view
   return task.impl_->live_bus()->count(event);
 }
 
+std::size_t detail::TaskAccess::backlog(const Task& task) noexcept {
+  std::shared_ptr<detail::EventBus> bus;
+  {
+    std::lock_guard lock(task.impl_->mutex);
+    if (task.impl_->running) {
+      bus = task.impl_->bus;
+    }
+  }
+  return bus ? bus->backlog() : 0;
+}
+
 void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
   const auto live = impl_->live();
   Impl::EmitReport report(*impl_, live);

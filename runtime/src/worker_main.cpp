@@ -128,6 +128,7 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
                               << "' (attempt " << env.attempt << ")";
   int code = 0;
   {
+    detail::PeriodicStats live_stats;  // for the launcher's status line, when it asks
     detail::SignalEvents events;
     code = call_entry(entry, env.main);
   }

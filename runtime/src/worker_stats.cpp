@@ -2,6 +2,10 @@
 #include "worker_stats.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ditask/runtime/log.hpp"
+#include "ditask/task.hpp"
+#include "internal_access.hpp"
 #include "rpc/rpc_engine.hpp"
 
 namespace ditask::detail {
@@ -24,6 +30,9 @@ FinishedRuns& finished_runs() {
   static FinishedRuns runs;
   return runs;
 }
+
+std::mutex g_write_mutex;        // one writer at a time: the periodic thread, the exit, SIGTERM
+bool g_final_written = false;    // guarded by g_write_mutex
 
 }  // namespace
 
@@ -52,11 +61,16 @@ RpcStats worker_rpc_totals() {
   return total;
 }
 
-void write_worker_stats(const TransportStats& transport) noexcept {
+void write_worker_stats(const TransportStats& transport, bool final) noexcept {
   const char* path = std::getenv("DITASK_STATS_FILE");
   if (path == nullptr || *path == '\0') {
     return;
   }
+  std::lock_guard lock(g_write_mutex);
+  if (g_final_written) {
+    return;
+  }
+  g_final_written = final;
   try {
     const RpcStats calls = worker_rpc_totals();
     const nlohmann::ordered_json stats = {
@@ -72,6 +86,7 @@ void write_worker_stats(const TransportStats& transport) noexcept {
           {"failed", calls.failed},
           {"timed_out", calls.timed_out},
           {"served", calls.served}}},
+        {"backlog", TaskAccess::backlog(task())},
     };
     const std::string temporary = std::string(path) + ".tmp";
     {
@@ -86,8 +101,48 @@ void write_worker_stats(const TransportStats& transport) noexcept {
       throw std::runtime_error("cannot rename '" + temporary + "' to '" + path + "'");
     }
   } catch (const std::exception& e) {
-    DITASK_LOG(warn, "worker") << "the launcher's --summary-json will miss this worker's counters: " << e.what();
+    static bool warned = false;  // a periodic write that fails would fail every time
+    if (final || !warned) {
+      warned = true;
+      DITASK_LOG(warn, "worker") << "the launcher will miss this worker's counters: " << e.what();
+    }
   }
+}
+
+struct PeriodicStats::State {
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::thread thread;
+};
+
+PeriodicStats::PeriodicStats() {
+  const char* text = std::getenv("DITASK_STATS_PERIOD_MS");
+  const long long period_ms = text != nullptr ? std::atoll(text) : 0;
+  if (period_ms <= 0 || std::getenv("DITASK_STATS_FILE") == nullptr) {
+    return;
+  }
+  state_ = std::make_unique<State>();
+  state_->thread = std::thread([state = state_.get(), period = std::chrono::milliseconds(period_ms)] {
+    std::unique_lock lock(state->mutex);
+    while (!state->wake.wait_for(lock, period, [state] { return state->stopping; })) {
+      lock.unlock();
+      write_worker_stats(task().router().stats(), false);
+      lock.lock();
+    }
+  });
+}
+
+PeriodicStats::~PeriodicStats() {
+  if (!state_) {
+    return;
+  }
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->wake.notify_one();
+  state_->thread.join();
 }
 
 }  // namespace ditask::detail

@@ -4,6 +4,8 @@
 // (exit status, CPU time, peak memory) and reads nothing of a worker that died before writing.
 #pragma once
 
+#include <memory>
+
 #include "ditask/router.hpp"
 #include "ditask/rpc_callee.hpp"
 
@@ -16,9 +18,25 @@ void add_finished_rpc_run(const RpcStats& stats) noexcept;
 /// The worker's call counters: the finished runs plus the running one. Thread: any.
 RpcStats worker_rpc_totals();
 
-/// Writes {"events": {...}, "calls": {...}} to $DITASK_STATS_FILE, when set, through a temporary
-/// file and a rename (a reader never sees half a file). `transport` is the transport's final
-/// count. Never throws: a failed write is logged as a warning. Thread: any, not a signal handler.
-void write_worker_stats(const TransportStats& transport) noexcept;
+/// Writes {"events": {...}, "calls": {...}, "backlog": n} to $DITASK_STATS_FILE, when set, through
+/// a temporary file and a rename (a reader never sees half a file). `transport` is the transport's
+/// count; `final`: the worker is ending, and no later periodic write may replace this one. Never
+/// throws: a failed write is logged as a warning. Thread: any, not a signal handler.
+void write_worker_stats(const TransportStats& transport, bool final = true) noexcept;
+
+/// With DITASK_STATS_PERIOD_MS set (the launcher's live status line), a thread that rewrites the
+/// counters file at that period while the worker runs; otherwise nothing. Thread: the owner's.
+class PeriodicStats {
+ public:
+  PeriodicStats();
+  /// Stops and joins the thread.
+  ~PeriodicStats();
+  PeriodicStats(const PeriodicStats&) = delete;
+  PeriodicStats& operator=(const PeriodicStats&) = delete;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace ditask::detail

@@ -21,6 +21,10 @@ DITASK_API void set_level(Level level) noexcept;
 DITASK_API Level parse_level(std::string_view name);
 /// Sets the process tag shown in each line (`launcher`, `node 3`); default `ditask`. Thread: any.
 DITASK_API void set_tag(std::string tag);
+/// Writes each finished line (with its '\n') instead of the write(2) to stderr; null restores that.
+/// The launcher's live status line uses it to keep itself below. Thread: set before other threads log.
+using LineWriter = void (*)(const std::string& line);
+DITASK_API void set_line_writer(LineWriter writer) noexcept;
 
 /// Builds one log line and writes it with a single write(2) when destroyed, so lines from many
 /// processes sharing stderr never interleave. Format: `12:03:04.512 node 3 warn mesh: text`.
