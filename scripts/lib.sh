@@ -35,10 +35,10 @@ DITASK_BENCH_PACKAGES=(libzmq3-dev redis-server libgrpc++-dev protobuf-compiler-
 DITASK_TORCH_PACKAGES=(libtorch-dev)
 
 # What only the tests need besides: a private Slurm (tests/slurm), network namespaces
-# (tests/netns), Ninja (scripts/test.sh's Debug builds), tmux (the status line's terminal test), redis-server (each Redis test starts its
+# (tests/netns), Ninja (scripts/test.sh's Debug builds), tmux (the status line's terminal test), python3-protobuf (the TensorBoard files' reader), redis-server (each Redis test starts its
 # own), the benchmarks' programs, which CI builds and smoke-runs, and LibTorch.
 # shellcheck disable=SC2034 # read by scripts/test.sh, which sources this file
-DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2 ninja-build tmux "${DITASK_BENCH_PACKAGES[@]}" "${DITASK_TORCH_PACKAGES[@]}")
+DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2 ninja-build tmux python3-protobuf "${DITASK_BENCH_PACKAGES[@]}" "${DITASK_TORCH_PACKAGES[@]}")
 
 # CMake uses ccache by itself when it is installed (CMakeLists.txt). These let ccache cache
 # translation units that use the precompiled headers instead of passing them through.

@@ -124,6 +124,23 @@ void probe_package(const Options& options) {
   }
 }
 
+/// --metrics-dir made absolute (workers may change their directory) and created; "" without it.
+static std::string metrics_folder(const Options& options) {
+  if (options.metrics_dir.empty()) {
+    return "";
+  }
+  std::error_code ec;
+  const auto dir = std::filesystem::absolute(options.metrics_dir, ec);
+  if (!ec) {
+    std::filesystem::create_directories(dir, ec);
+  }
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw Error("cannot create the metrics folder '" + options.metrics_dir + "'" + (ec ? ": " + ec.message() : std::string()),
+                "check that --metrics-dir names a folder you can write");
+  }
+  return dir.lexically_normal().string();
+}
+
 int launch(const Options& options, const WorkerCommand& command,
            const std::map<std::string, std::string>& extra_contract) {
   log::set_tag("launcher");
@@ -141,6 +158,7 @@ int launch(const Options& options, const WorkerCommand& command,
   if (!options.summary_json.empty()) {
     check_summary_path(summary_path(options.summary_json, plan));
   }
+  const std::string metrics_root = metrics_folder(options);
   ListenSockets sockets = ListenSockets::bind_all(plan, options.hosts);
   // Only about a mesh that can listen: a bad --address fails above, with no warning first.
   if (options.protocol == "tcp" && !is_loopback(mapped_host(options.hosts, options.address))) {
@@ -163,6 +181,9 @@ int launch(const Options& options, const WorkerCommand& command,
   plan_wiring(plan, wired);
   for (auto& worker : plan.workers) {
     worker.env.insert(extra_contract.begin(), extra_contract.end());
+    if (!metrics_root.empty()) {
+      worker.env["DITASK_METRICS_DIR"] = metrics_root + "/node-" + std::to_string(worker.node_id);
+    }
   }
   const int code = supervise(options, plan, sockets, command, current_environment());
   if (meeting) {

@@ -319,6 +319,8 @@ class Learner {
       ++episode_;
       const auto reward = static_cast<double>(episode.actions.size());
       const double running = running_.add(reward);
+      ditask::metrics().scalar("reward", episode_, reward);  // --metrics-dir: the learning curve
+      ditask::metrics().scalar("running_reward", episode_, running);
       if (episode_ % 10 == 0) {
         say(rl::episode_line(episode_, reward, running));
       }

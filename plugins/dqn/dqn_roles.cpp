@@ -264,6 +264,9 @@ ditask::Middleware learner_step(Node& node) {
         if (ctx.train_iter % node.s.target_update == 0) {
           l->target = l->online;
         }
+        if (ctx.train_iter % 10 == 0) {
+          ditask::metrics().scalar("loss", ctx.train_iter, static_cast<double>(l->loss));  // --metrics-dir
+        }
         if (ctx.train_iter % 100 == 0) {
           char line[160];
           std::snprintf(line, sizeof line, "learner: train_iter %lld  loss %.4f  buffer %zu  env steps %lld",
@@ -330,6 +333,7 @@ ditask::Middleware evaluator_step(Node& node) {
                                               node.s.eval_episodes);
     ctx.last_eval_iter = iter;
     ctx.last_eval_value = reward;
+    ditask::metrics().scalar("eval_reward", iter, reward);  // --metrics-dir: the evaluator's curve
     char text[200];
     std::snprintf(text, sizeof text, "evaluator: train_iter %lld  eval reward %.1f", static_cast<long long>(iter), reward);
     say(text);

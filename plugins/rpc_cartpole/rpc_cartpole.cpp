@@ -186,6 +186,8 @@ void run_agent(const Settings& s) {
     ditask::wait_all(rewards);
     const double min_reward = agent->train();
     const double average = running.add(min_reward);
+    ditask::metrics().scalar("reward", episode, min_reward);  // --metrics-dir: the learning curve
+    ditask::metrics().scalar("running_reward", episode, average);
     if (episode % 10 == 0) {
       say(rl::episode_line(episode, min_reward, average));
     }

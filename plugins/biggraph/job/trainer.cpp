@@ -198,6 +198,11 @@ void run_trainer(const JobData& data) {
       last = evaluate_now(layout, data);
       const double per_trainer = sums[2] / static_cast<double>(group.size());
       rate_sum += per_trainer;
+      auto& curves = ditask::metrics();  // --metrics-dir: TensorBoard's view of the epochs
+      curves.scalar("loss", epoch + 1, sums[1] / std::max(sums[0], 1.0));
+      curves.scalar("mrr", epoch + 1, last.mrr);
+      curves.scalar("hits10", epoch + 1, last.hits10);
+      curves.scalar("edges_per_second_per_trainer", epoch + 1, per_trainer);
       std::cout << "biggraph: epoch " << epoch + 1 << "/" << p.epochs << ": loss " << fixed(sums[1] / std::max(sums[0], 1.0), 4)
                 << ", " << static_cast<long long>(sums[0]) << " edges, " << static_cast<long long>(per_trainer)
                 << " edges/s per trainer, MRR " << fixed(last.mrr, 4) << ", Hits@10 " << fixed(last.hits10, 4) << std::endl;

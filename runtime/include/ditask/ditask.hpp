@@ -10,6 +10,7 @@
 #include "ditask/group.hpp"
 #include "ditask/handler.hpp"
 #include "ditask/layout.hpp"
+#include "ditask/metrics.hpp"
 #include "ditask/middleware.hpp"
 #include "ditask/module.hpp"
 #include "ditask/router.hpp"

@@ -90,7 +90,8 @@ struct Options {
   std::int64_t world_size = 0;           ///< 0: the local worker count
   std::string log_dir;
   std::string summary_json;              ///< --summary-json FILE ({node}, {run} not yet replaced)
-  std::string status = "auto";           ///< --status: auto (stderr is a terminal), on, off
+  std::string status = "auto";
+  std::string metrics_dir;               ///< --metrics-dir: each worker's TensorBoard files under <dir>/node-<id>           ///< --status: auto (stderr is a terminal), on, off
   bool tag_output = true;
   std::string tag_format = "[node {node}]";
   bool dry_run = false;
