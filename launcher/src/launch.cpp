@@ -156,7 +156,10 @@ int launch(const Options& options, const WorkerCommand& command,
     }
   }
   if (!options.summary_json.empty()) {
-    check_summary_path(summary_path(options.summary_json, plan));
+    check_output_file("--summary-json", summary_path(options.summary_json, plan));
+  }
+  if (!options.trace.empty()) {
+    check_output_file("--trace", summary_path(options.trace, plan));
   }
   const std::string metrics_root = metrics_folder(options);
   ListenSockets sockets = ListenSockets::bind_all(plan, options.hosts);

@@ -309,6 +309,9 @@ Options build_options(const RawValues& values) {
   if (const auto* v = get("status")) {
     o.status = *v;
   }
+  if (const auto* v = get("trace")) {
+    o.trace = *v;
+  }
   if (const auto* v = get("metrics-dir")) {
     o.metrics_dir = *v;
   }

@@ -91,6 +91,7 @@ const std::vector<OptionSpec>& option_specs() {
         {"log-dir", "", K::text, "", {}, "Also write each worker's output to <dir>/<run id>/attempt_<k>/node_<id>.log"},
         {"summary-json", "", K::text, "", {}, "At the end, write the run's summary as JSON to this file: each worker's exit, restarts, events, calls, CPU time and peak memory; {node} (first local node id) and {run} are replaced"},
         {"metrics-dir", "", K::text, "", {}, "Each worker writes what it records with ditask::metrics() as TensorBoard event files under <dir>/node-<id> (tensorboard --logdir <dir>)"},
+        {"trace", "", K::text, "", {}, "Record every worker's spans (handlers, middleware steps, calls on both sides, collectives, joins) and write them at the end as one Chrome trace file for ui.perfetto.dev or chrome://tracing; {node} and {run} are replaced"},
         {"status", "", K::text, "auto", {"auto", "on", "off"}, "A live status line at the bottom of the terminal: workers running, restarting and exited, events/s, calls/s, the slowest worker, elapsed time; auto = when stderr is a terminal"},
         {"tag-output", "", K::flag, "true", {}, "Prefix each worker output line with --tag-format (--no-tag-output to turn off)"},
         {"tag-format", "", K::text, "[node {node}]", {}, "Prefix of tagged lines; {node}, {rank}, {local} and {attempt} are replaced"},

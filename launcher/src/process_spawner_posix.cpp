@@ -28,6 +28,11 @@ using boost::system::error_code;
 namespace {
 constexpr auto kDrainLimit = std::chrono::seconds(2);  // output after exit, e.g. from grandchildren
 
+std::uint64_t wall_clock_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
 double seconds_of(const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; }
 
 ResourceUse usage_of(const rusage& r) {
@@ -99,7 +104,7 @@ PosixProcessSpawner::PosixProcessSpawner(asio::io_context& ctx, const Options& o
   // What every worker inherits, computed once: the launcher's environment without stale
   // DITASK_* variables and without the names the contract sets per worker.
   std::set<std::string> contract_names = {"DITASK_ATTEMPT", "DITASK_LISTEN_FD", "DITASK_FINISHED_NODES",
-                                          "DITASK_STATS_FILE", "DITASK_STATS_PERIOD_MS"};
+                                          "DITASK_STATS_FILE", "DITASK_STATS_PERIOD_MS", "DITASK_TRACE_FILE"};
   for (const auto& worker : plan.workers) {
     for (const auto& entry : worker.env) {
       contract_names.insert(entry.first);
@@ -133,6 +138,9 @@ SpawnResult PosixProcessSpawner::spawn(std::size_t worker, int attempt) {
     env.push_back("DITASK_STATS_FILE=" + stats_->file_for(c.plan->node_id, attempt));
     if (stats_period_.count() > 0) {
       env.push_back("DITASK_STATS_PERIOD_MS=" + std::to_string(stats_period_.count()));
+    }
+    if (!options_.trace.empty()) {
+      env.push_back("DITASK_TRACE_FILE=" + stats_->trace_file_for(c.plan->node_id, attempt));
     }
   }
   ++c.generation;
@@ -175,6 +183,9 @@ SpawnResult PosixProcessSpawner::spawn(std::size_t worker, int attempt) {
     return SpawnResult{-1, std::move(end)};
   }
   c.alive = true;
+  if (!options_.trace.empty()) {
+    marks_.push_back(Mark{wall_clock_ns(), c.plan->node_id, "start (attempt " + std::to_string(attempt) + ")"});
+  }
   ::setpgid(c.pid, c.pid);  // also here: a signal may come before the child's own setpgid
   out_w.close();
   err_w.close();
@@ -227,6 +238,11 @@ void PosixProcessSpawner::on_exit(Child& c, int status, const ResourceUse& usage
   c.exited = true;
   c.status = status;
   c.usage = usage;
+  if (!options_.trace.empty()) {
+    marks_.push_back(Mark{wall_clock_ns(), c.plan->node_id,
+                          WIFSIGNALED(status) ? "killed by " + signal_name(WTERMSIG(status))
+                                              : "exit code " + std::to_string(WEXITSTATUS(status))});
+  }
   events_.exited(c.index, status);
   if (c.open_streams == 0) {
     attempt_over(c);

@@ -52,6 +52,15 @@ class PosixProcessSpawner final : public ProcessSpawner {
   SpawnResult spawn(std::size_t worker, int attempt) override;
   void signal(std::size_t worker, int sig) override;
   void retire(std::size_t worker) override;
+  /// What the launcher saw of one worker, for --trace: a start or an exit, at a wall-clock time.
+  struct Mark {
+    std::uint64_t ts_ns = 0;
+    std::int64_t node_id = 0;
+    std::string what;  ///< "start (attempt 1)", "exit code 3", "killed by SIGSEGV"
+  };
+  /// The marks so far, oldest first (recorded only with --trace).
+  const std::vector<Mark>& marks() const noexcept { return marks_; }
+
   /// Reaps every exited child (call on SIGCHLD): a worker's exit, with its status and resource
   /// use, goes to the events; an orphan re-parented to the launcher just goes.
   void reap();
@@ -73,6 +82,7 @@ class PosixProcessSpawner final : public ProcessSpawner {
   SpawnEvents& events_;
   const WorkerStatsFolder* stats_;
   std::chrono::milliseconds stats_period_;
+  std::vector<Mark> marks_;
   std::vector<std::string> base_env_;  // KEY=VALUE inherited by every worker
   std::vector<std::unique_ptr<Child>> children_;
 };

@@ -151,6 +151,10 @@ std::string WorkerStatsFolder::file_for(std::int64_t node_id, int attempt) const
   return path_ + "/node_" + std::to_string(node_id) + ".attempt_" + std::to_string(attempt) + ".json";
 }
 
+std::string WorkerStatsFolder::trace_file_for(std::int64_t node_id, int attempt) const {
+  return path_ + "/node_" + std::to_string(node_id) + ".attempt_" + std::to_string(attempt) + ".trace";
+}
+
 json WorkerStatsFolder::read(std::int64_t node_id, int attempt) const {
   std::ifstream in(file_for(node_id, attempt));
   if (!in) {
@@ -184,19 +188,19 @@ std::string summary_path(const std::string& pattern, const Plan& plan) {
   return replaced(replaced(pattern, "{node}", first), "{run}", plan.run_id);
 }
 
-void check_summary_path(const std::string& path) {
+void check_output_file(const std::string& flag, const std::string& path) {
   const fs::path file(path);
   std::error_code ec;
   if (fs::is_directory(file, ec)) {
-    throw Error("--summary-json '" + path + "' is a folder", "name a file, e.g. " + (file / "summary.json").string());
+    throw Error(flag + " '" + path + "' is a folder", "name a file, e.g. " + (file / "summary.json").string());
   }
   const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
   if (!fs::is_directory(folder, ec)) {
-    throw Error("--summary-json '" + path + "': no folder '" + folder.string() + "'",
+    throw Error(flag + " '" + path + "': no folder '" + folder.string() + "'",
                 "create it first (mkdir -p " + folder.string() + ")");
   }
   if (::access(folder.c_str(), W_OK | X_OK) != 0) {
-    throw Error("--summary-json '" + path + "': cannot write in '" + folder.string() + "': " + std::strerror(errno),
+    throw Error(flag + " '" + path + "': cannot write in '" + folder.string() + "': " + std::strerror(errno),
                 "name a file in a folder you can write");
   }
 }

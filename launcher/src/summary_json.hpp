@@ -26,6 +26,8 @@ class WorkerStatsFolder {
 
   /// The file attempt `attempt` of node `node_id` writes (its DITASK_STATS_FILE).
   std::string file_for(std::int64_t node_id, int attempt) const;
+  /// The file attempt `attempt` of node `node_id` writes its --trace records to (DITASK_TRACE_FILE).
+  std::string trace_file_for(std::int64_t node_id, int attempt) const;
   /// What that attempt wrote, or null when it wrote nothing readable (it died before its exit).
   nlohmann::ordered_json read(std::int64_t node_id, int attempt) const;
 
@@ -42,9 +44,10 @@ nlohmann::ordered_json summary_json(const Report& report, const Plan& plan, doub
 /// replaced, so that the launchers of one job can write files of their own.
 std::string summary_path(const std::string& pattern, const Plan& plan);
 
-/// Refuses, before any worker starts, a summary path that cannot be written (no such folder, a
-/// folder itself, no permission). Errors: ditask::Error with a hint.
-void check_summary_path(const std::string& path);
+/// Refuses, before any worker starts, an output file (`flag` names the option: "--summary-json",
+/// "--trace") that cannot be written: no such folder, a folder itself, no permission.
+/// Errors: ditask::Error with a hint.
+void check_output_file(const std::string& flag, const std::string& path);
 
 /// Writes `summary` to `path` through a temporary file and a rename (a reader never sees half a
 /// file). Errors: ditask::Error.

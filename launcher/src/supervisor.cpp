@@ -16,6 +16,7 @@
 #include "status_line.hpp"
 #include "summary_json.hpp"
 #include "supervision.hpp"
+#include "trace_merge.hpp"
 
 namespace ditask::launcher {
 namespace {
@@ -65,6 +66,7 @@ class Supervisor {
     status_.reset();
     print_summary(rules_.report(), options_);
     write_summary();
+    write_trace_file();
     return rules_.exit_code();
   }
 
@@ -79,7 +81,8 @@ class Supervisor {
   static constexpr std::chrono::milliseconds kStatusPeriod{1000};
 
   static std::unique_ptr<WorkerStatsFolder> stats_folder(const Options& options, bool status) {
-    return options.summary_json.empty() && !status ? nullptr : std::make_unique<WorkerStatsFolder>();
+    return options.summary_json.empty() && options.trace.empty() && !status ? nullptr
+                                                                            : std::make_unique<WorkerStatsFolder>();
   }
 
   /// Redraws the status line now and every kStatusPeriod until the job ends.
@@ -105,6 +108,18 @@ class Supervisor {
     const std::string path = summary_path(options_.summary_json, plan_);
     try {
       write_summary_json(path, summary_json(rules_.report(), plan_, elapsed, *stats_));
+    } catch (const std::exception& e) {
+      DITASK_LOG(warn, "launcher") << e.what();
+    }
+  }
+
+  /// --trace: the merged trace, written like the summary (a failure is a warning).
+  void write_trace_file() {
+    if (options_.trace.empty()) {
+      return;
+    }
+    try {
+      write_trace(summary_path(options_.trace, plan_), plan_, rules_.report(), *stats_, spawner_.marks());
     } catch (const std::exception& e) {
       DITASK_LOG(warn, "launcher") << e.what();
     }

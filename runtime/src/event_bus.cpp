@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "event_bus.hpp"
 
+#include "trace/trace.hpp"
+
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -395,6 +397,7 @@ bool EventBus::on_dispatcher_thread() const noexcept {
 
 void EventBus::dispatch_loop() {
   thread_id_ = std::this_thread::get_id();
+  trace::name_thread("dispatcher");
   std::unique_lock lock(mutex_);
   while (true) {
     while (!stopping_ && queue_.empty()) {
@@ -509,6 +512,7 @@ void EventBus::dispatch(const BusJob& job, ReceiptRun& told) {
     }
     handled = true;
     grant_inline_write();  // the handler's first emit (its reply) goes out from this thread
+    const trace::Span span(trace::Category::event, job.event, job.meta ? job.meta->sender : -1);  // --trace
     try {
       if (!args && entry->packed && entry->packed(job.packed->view(), *job.meta)) {
         continue;

@@ -15,6 +15,7 @@
 #include "internal_access.hpp"
 #include "signal_copies.hpp"
 #include "start_hook.hpp"
+#include "trace/trace.hpp"
 #include "worker_stats.hpp"
 
 namespace ditask::detail {
@@ -106,6 +107,7 @@ void deliver_term() noexcept {
   }
   if (!wanted) {
     write_worker_stats(t.router().stats());  // the launcher's --summary-json still counts this worker
+    trace::flush_now();  // and its --trace has what it recorded
     take_default_term();
     return;
   }

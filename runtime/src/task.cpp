@@ -10,6 +10,7 @@
 #include "transport/transport.hpp"
 #include "start_hook.hpp"
 #include "task_impl.hpp"
+#include "trace/trace.hpp"
 #include "worker_stats.hpp"
 
 namespace ditask {
@@ -101,6 +102,14 @@ void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
   Impl* impl = impl_.get();
   transport->attach([bus, impl, rpc](std::vector<detail::RemoteEvent>&& events) {
     rpc->take(events);  // remote calls and their replies never reach the bus
+    if (detail::trace::on()) {  // --trace: joins and leaves
+      for (const auto& e : events) {
+        if (e.notice) {
+          detail::trace::record(detail::trace::Phase::instant, detail::trace::Category::mesh, detail::trace::name_id(e.event),
+                                0, e.meta ? e.meta->sender : -1);
+        }
+      }
+    }
     if (events.empty()) {
       return;  // a batch of calls or replies only
     }
@@ -121,6 +130,9 @@ void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
     }
   });
   transport->wait_ready();
+  if (detail::trace::on()) {
+    detail::trace::record(detail::trace::Phase::instant, detail::trace::Category::mesh, detail::trace::name_id("ready"));
+  }
 }
 
 void Task::start_locked(StartOptions options, std::shared_ptr<detail::EventBus> bus) {

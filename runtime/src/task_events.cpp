@@ -10,6 +10,7 @@
 #include "internal_access.hpp"
 #include "large_buffers.hpp"
 #include "task_impl.hpp"
+#include "trace/trace.hpp"
 
 namespace ditask {
 namespace {
@@ -103,7 +104,18 @@ std::size_t detail::TaskAccess::backlog(const Task& task) noexcept {
   return bus ? bus->backlog() : 0;
 }
 
+namespace {
+/// --trace: an instant per emit, with its target node when it has one.
+void trace_emit(std::string_view event, std::optional<std::int64_t> node = std::nullopt) {
+  if (detail::trace::on()) {
+    detail::trace::record(detail::trace::Phase::instant, detail::trace::Category::event, detail::trace::name_id(event), 0,
+                          node.value_or(-1));
+  }
+}
+}  // namespace
+
 void Task::emit_args(std::string_view event, EventArgs args, Scope scope) {
+  trace_emit(event);
   const auto live = impl_->live();
   Impl::EmitReport report(*impl_, live);
   if (scope != Scope::only_local && live.transport) {
@@ -150,6 +162,7 @@ std::vector<std::uint8_t>& detail::pack_buffer() {
 
 void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wire, Scope scope,
                      std::optional<EventArgs> local) {
+  trace_emit(event);
   const auto live = impl_->live();
   Impl::EmitReport report(*impl_, live);
   if (scope != Scope::only_local && live.transport) {
@@ -163,6 +176,7 @@ void Task::emit_wire(std::string_view event, const std::vector<std::uint8_t>& wi
 
 void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, const std::vector<std::uint8_t>& wire) {
+  trace_emit(event, node_id);
   const auto live = impl_->live();
   Impl::EmitReport report(*impl_, live);
   if (is_this_node(live.transport != nullptr, node_id, impl_->router)) {
@@ -175,6 +189,7 @@ void Task::emit_wire_to(std::optional<std::int64_t> node_id, std::string_view la
 
 void Task::emit_args_to(std::optional<std::int64_t> node_id, std::string_view label_pattern,
                         std::string_view event, EventArgs args) {
+  trace_emit(event, node_id);
   const auto live = impl_->live();
   Impl::EmitReport report(*impl_, live);
   if (is_this_node(live.transport != nullptr, node_id, impl_->router)) {

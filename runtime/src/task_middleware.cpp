@@ -2,6 +2,7 @@
 // Task: the middleware pipeline (use, run, forward/backward, serial, parallel, wrap, locks).
 #include "ditask/error.hpp"
 #include "ditask/task.hpp"
+#include "trace/trace.hpp"
 #include "task_impl.hpp"
 
 namespace ditask {
@@ -56,6 +57,7 @@ void Task::Impl::start_forward(const Step& step) {
   // The ticket is taken here, in call order, so locked middleware run in registration order.
   const std::uint64_t ticket = step.lock ? step.lock->take_ticket() : 0;
   auto body = [this, fn = step.fn, lock = step.lock, ticket] {
+    const detail::trace::Span span(detail::trace::Category::task, "middleware");  // --trace
     Backward back = call_locked(fn, ctx, lock, ticket);
     if (back) {
       std::lock_guard guard(stack_mutex);
@@ -144,6 +146,7 @@ void Task::run(std::int64_t max_step) {
     if (steps.empty()) {
       return;
     }
+    const detail::trace::Span span(detail::trace::Category::task, "step");  // --trace: one run() step
     try {
       for (const auto& step : steps) {
         impl_->start_forward(step);

@@ -22,6 +22,7 @@
 #include "internal_access.hpp"
 #include "malloc_tuning.hpp"
 #include "start_hook.hpp"
+#include "trace/trace.hpp"
 #include "worker_stats.hpp"
 
 extern char** environ;  // NOLINT: POSIX, declared by no standard header
@@ -127,6 +128,7 @@ int run_worker(std::vector<std::string> args, const EntryResolver& resolve) {
   DITASK_LOG(debug, "worker") << "calling entry '" << env.main << "' of '" << env.package
                               << "' (attempt " << env.attempt << ")";
   int code = 0;
+  detail::trace::Session trace_session;  // --trace: records until the worker's last line below
   {
     detail::PeriodicStats live_stats;  // for the launcher's status line, when it asks
     detail::SignalEvents events;

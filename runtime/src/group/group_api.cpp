@@ -3,6 +3,7 @@
 // of "ditask.group" on the group's first member, which answers every member at once.
 #include <algorithm>
 
+#include "../trace/trace.hpp"
 #include "../rpc/rpc_engine.hpp"
 #include "../rpc/rpc_registry.hpp"
 #include "ditask/group.hpp"
@@ -67,6 +68,7 @@ std::vector<double> Group::all_reduce(const std::vector<double>& values, ReduceO
 
 nlohmann::json Group::collective(const char* kind, nlohmann::json value, std::size_t root, ReduceOp op,
                                  std::chrono::milliseconds timeout) {
+  const detail::trace::Span span(detail::trace::Category::group, std::string(kind) + " " + name_);  // --trace
   if (index_ < 0) {
     throw GroupError(GroupError::Kind::not_member, name_, -1,
                      "node " + std::to_string(self_) + " is not a member (members [" + detail::node_list_text(members_) + "])",

@@ -3,6 +3,8 @@
 // Its other parts: mesh_connect.cpp, mesh_join.cpp, mesh_route.cpp (one unity group).
 #include "mesh.hpp"
 
+#include "../trace/trace.hpp"
+
 #include "make_mesh.hpp"
 
 #include <arpa/inet.h>
@@ -146,6 +148,7 @@ void Mesh::start() {
   }
   thread_ = std::thread([this] {
     become_batch_thread();
+    trace::name_thread("mesh io");
     for (;;) {
       try {
         io_.run();

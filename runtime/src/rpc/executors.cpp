@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "executors.hpp"
 
+#include "../trace/trace.hpp"
+
 #include <limits>
 
 #include "../batch_thread.hpp"
@@ -101,6 +103,7 @@ KeyedQueues::Queue* KeyedQueues::append_locked(std::int64_t key, std::vector<Job
   if (fresh) {
     queue.thread = std::thread([this, q = &queue] {
       become_batch_thread();
+      trace::name_thread("rpc queue");
       loop(*q);
     });
     return nullptr;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // RpcEngine: the calls this node makes and their replies, membership, the service thread.
 // Serving calls is in rpc_serve.cpp.
+#include "../trace/trace.hpp"
 #include "rpc_engine.hpp"
 
 #include <fnmatch.h>
@@ -148,6 +149,11 @@ OutgoingCall RpcEngine::begin(const Callee& to, std::string_view display) {
     return call;
   }
   call.id = next_id_++;
+  if (trace::on()) {  // --trace: the call in flight (async, calls overlap) and the arrow to its callee
+    const auto id = trace::call_id(self_.node, call.id);
+    trace::record(trace::Phase::async_begin, trace::Category::rpc, trace::name_id(impl.function), id, node);
+    trace::record(trace::Phase::flow_start, trace::Category::rpc, trace::name_id("call"), id, node);
+  }
   Pending& p = pending_[call.id];
   p.state = call.state;
   p.node = node;
@@ -227,6 +233,10 @@ std::shared_ptr<CallState> RpcEngine::finish_locked(std::uint64_t id) {
   auto state = std::move(it->second.state);
   timers_.erase(it->second.timer);
   pending_.erase(it);
+  if (trace::on()) {
+    trace::record(trace::Phase::async_end, trace::Category::rpc, trace::name_id(state->function()),
+                  trace::call_id(self_.node, id), state->node());
+  }
   return state;
 }
 

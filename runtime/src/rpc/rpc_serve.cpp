@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "../trace/trace.hpp"
 #include "../codec/envelope.hpp"
 #include "../transport/inline_write.hpp"
 #include "ditask/error.hpp"
@@ -172,6 +173,11 @@ void RpcEngine::serve(Served& call, bool last) {
   }
   const auto began = std::chrono::steady_clock::now();
   const auto& h = call.header;
+  const trace::Span span(trace::Category::rpc, h.function, call.caller);  // --trace: its run here
+  if (trace::on()) {
+    trace::record(trace::Phase::flow_end, trace::Category::rpc, trace::name_id("call"), trace::call_id(call.caller, h.id),
+                  call.caller);
+  }
   const std::string where = "node " + std::to_string(self_.node);
   try {
     if (queues_.stopping()) {

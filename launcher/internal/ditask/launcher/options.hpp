@@ -91,6 +91,7 @@ struct Options {
   std::string log_dir;
   std::string summary_json;              ///< --summary-json FILE ({node}, {run} not yet replaced)
   std::string status = "auto";
+  std::string trace;                     ///< --trace FILE: one Chrome trace of every worker ({node}, {run} replaced)
   std::string metrics_dir;               ///< --metrics-dir: each worker's TensorBoard files under <dir>/node-<id>           ///< --status: auto (stderr is a terminal), on, off
   bool tag_output = true;
   std::string tag_format = "[node {node}]";

@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: MIT
+#include "trace.hpp"
+
+#include <time.h>
+
+#include <array>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace ditask::detail::trace {
+
+std::atomic<bool> g_on{false};
+
+namespace {
+
+constexpr std::size_t kRingRecords = 1 << 15;  // 1 MiB per thread: 250 ms of a busy thread
+constexpr auto kFlushEvery = std::chrono::milliseconds(250);
+
+struct Record {
+  std::uint64_t ts_ns;
+  std::uint64_t id;
+  std::int64_t arg;
+  std::uint32_t name;
+  Phase phase;
+  Category category;
+};
+
+/// One thread's records: written by that thread only, read by the flusher only.
+struct Ring {
+  std::array<Record, kRingRecords> slots;
+  std::atomic<std::uint64_t> head{0};  // next to write (the owner)
+  std::atomic<std::uint64_t> tail{0};  // next to read (the flusher)
+  std::atomic<std::uint64_t> dropped{0};
+  std::uint32_t tid = 0;
+  std::string name;        // guarded by g_registry_mutex
+  bool announced = false;  // its thread_name line was written (flusher only)
+  std::uint64_t dropped_told = 0;  // flusher only
+};
+
+std::mutex g_registry_mutex;
+std::vector<std::shared_ptr<Ring>> g_rings;  // guarded by g_registry_mutex
+thread_local std::shared_ptr<Ring> t_ring;
+
+std::mutex g_names_mutex;
+std::deque<std::string> g_names;                               // by id; guarded by g_names_mutex
+std::unordered_map<std::string, std::uint32_t> g_name_ids;      // guarded by g_names_mutex
+
+struct TransparentHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+thread_local std::unordered_map<std::string, std::uint32_t, TransparentHash, std::equal_to<>> t_name_ids;
+
+std::uint64_t now_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);  // one clock for every worker and host of the job
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+Ring& this_ring() {
+  if (!t_ring) {
+    auto ring = std::make_shared<Ring>();
+    std::lock_guard lock(g_registry_mutex);
+    ring->tid = static_cast<std::uint32_t>(g_rings.size() + 1);
+    ring->name = "thread " + std::to_string(ring->tid);
+    g_rings.push_back(ring);
+    t_ring = std::move(ring);
+  }
+  return *t_ring;
+}
+
+/// The flusher's output: the part file, this worker's pid and tid base. Guarded by g_flush_mutex.
+std::mutex g_flush_mutex;
+std::FILE* g_file = nullptr;
+std::int64_t g_pid = 0;
+std::uint32_t g_tid_base = 0;
+std::vector<std::string> g_flusher_names;  // the flusher's copy of g_names
+
+const char* phase_text(Phase p) {
+  switch (p) {
+    case Phase::begin: return "B";
+    case Phase::end: return "E";
+    case Phase::instant: return "i";
+    case Phase::async_begin: return "b";
+    case Phase::async_end: return "e";
+    case Phase::flow_start: return "s";
+    case Phase::flow_end: return "f";
+  }
+  return "i";
+}
+
+const char* category_text(Category c) {
+  switch (c) {
+    case Category::task: return "task";
+    case Category::event: return "event";
+    case Category::rpc: return "rpc";
+    case Category::group: return "group";
+    case Category::mesh: return "mesh";
+  }
+  return "task";
+}
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+/// Microseconds with three decimals, as Chrome's "ts" reads them.
+std::string micros(std::uint64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%llu.%03llu", static_cast<unsigned long long>(ns / 1000),
+                static_cast<unsigned long long>(ns % 1000));
+  return text;
+}
+
+void write_line(const std::string& line) {
+  std::fwrite(line.data(), 1, line.size(), g_file);
+  std::fputc('\n', g_file);
+}
+
+std::string head(const char* ph, std::uint32_t tid, std::uint64_t ts) {
+  return std::string("{\"ph\":\"") + ph + "\",\"pid\":" + std::to_string(g_pid) + ",\"tid\":" +
+         std::to_string(g_tid_base + tid) + ",\"ts\":" + micros(ts);
+}
+
+void write_record(const Record& r, std::uint32_t tid) {
+  const std::string& name = r.name < g_flusher_names.size() ? g_flusher_names[r.name] : g_flusher_names.front();
+  std::string line = head(phase_text(r.phase), tid, r.ts_ns);
+  if (r.phase != Phase::end) {
+    line += ",\"cat\":\"";
+    line += category_text(r.category);
+    line += "\",\"name\":" + json_string(name);
+  }
+  switch (r.phase) {
+    case Phase::instant:
+      line += ",\"s\":\"t\"";
+      break;
+    case Phase::async_begin:
+    case Phase::async_end:
+    case Phase::flow_start:
+    case Phase::flow_end:
+      line += ",\"id\":\"0x" + [&] {
+        char hex[24];
+        std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(r.id));
+        return std::string(hex);
+      }() + "\"";
+      if (r.phase == Phase::flow_end) {
+        line += ",\"bp\":\"e\"";  // bound to the slice that encloses it: the served call
+      }
+      break;
+    default:
+      break;
+  }
+  if (r.arg >= 0 && r.phase != Phase::end) {
+    line += ",\"args\":{\"peer\":" + std::to_string(r.arg) + "}";
+  }
+  write_line(line + "}");
+}
+
+void drain_locked() {
+  if (g_file == nullptr) {
+    return;
+  }
+  std::vector<std::shared_ptr<Ring>> rings;
+  {
+    std::lock_guard lock(g_registry_mutex);
+    rings = g_rings;
+    for (auto& ring : rings) {
+      if (!ring->announced) {
+        ring->announced = true;
+        write_line(head("M", ring->tid, 0) + ",\"name\":\"thread_name\",\"args\":{\"name\":" + json_string(ring->name) + "}}");
+      }
+    }
+  }
+  {
+    std::lock_guard lock(g_names_mutex);
+    for (std::size_t i = g_flusher_names.size(); i < g_names.size(); ++i) {
+      g_flusher_names.push_back(g_names[i]);
+    }
+  }
+  for (auto& ring : rings) {
+    const std::uint64_t end = ring->head.load(std::memory_order_acquire);
+    std::uint64_t at = ring->tail.load(std::memory_order_relaxed);
+    for (; at < end; ++at) {
+      write_record(ring->slots[at % kRingRecords], ring->tid);
+    }
+    ring->tail.store(at, std::memory_order_release);
+    const std::uint64_t dropped = ring->dropped.load(std::memory_order_relaxed);
+    if (dropped != ring->dropped_told) {
+      write_line(head("i", ring->tid, now_ns()) + ",\"cat\":\"trace\",\"s\":\"t\",\"name\":\"ring full: " +
+                 std::to_string(dropped - ring->dropped_told) + " records dropped\"}");
+      ring->dropped_told = dropped;
+    }
+  }
+  std::fflush(g_file);
+}
+
+}  // namespace
+
+std::uint32_t name_id(std::string_view name) {
+  if (auto it = t_name_ids.find(name); it != t_name_ids.end()) {
+    return it->second;
+  }
+  std::uint32_t id = 0;
+  {
+    std::lock_guard lock(g_names_mutex);
+    auto [it, added] = g_name_ids.emplace(std::string(name), static_cast<std::uint32_t>(g_names.size()));
+    if (added) {
+      g_names.emplace_back(name);
+    }
+    id = it->second;
+  }
+  t_name_ids.emplace(std::string(name), id);
+  return id;
+}
+
+void record(Phase phase, Category category, std::uint32_t name, std::uint64_t id, std::int64_t arg) noexcept {
+  try {
+    Ring& ring = this_ring();
+    const std::uint64_t h = ring.head.load(std::memory_order_relaxed);
+    if (h - ring.tail.load(std::memory_order_acquire) >= kRingRecords) {
+      ring.dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    ring.slots[h % kRingRecords] = Record{now_ns(), id, arg, name, phase, category};
+    ring.head.store(h + 1, std::memory_order_release);
+  } catch (...) {
+    // A thread's first record allocates its ring: without memory, the record is lost.
+  }
+}
+
+void name_thread(std::string_view name) {
+  if (!on()) {
+    return;
+  }
+  Ring& ring = this_ring();
+  std::lock_guard lock(g_registry_mutex);
+  ring.name = std::string(name) + " " + std::to_string(ring.tid);
+}
+
+Span::Span(Category category, std::string_view name, std::int64_t arg) noexcept : active_(on()), category_(category) {
+  if (active_) {
+    try {
+      name_ = name_id(name);
+    } catch (...) {
+      active_ = false;
+      return;
+    }
+    record(Phase::begin, category_, name_, 0, arg);
+  }
+}
+
+Span::~Span() {
+  if (active_) {
+    record(Phase::end, category_, name_);
+  }
+}
+
+struct Session::State {
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::thread flusher;
+};
+
+Session::Session() {
+  const char* path = std::getenv("DITASK_TRACE_FILE");
+  if (path == nullptr || *path == '\0') {
+    return;
+  }
+  {
+    std::lock_guard lock(g_flush_mutex);
+    g_file = std::fopen(path, "a");
+    if (g_file == nullptr) {
+      return;  // the launcher's merge says the node's part is missing
+    }
+    const char* node = std::getenv("DITASK_NODE_ID");
+    const char* attempt = std::getenv("DITASK_ATTEMPT");
+    g_pid = node != nullptr ? std::atoll(node) : 0;
+    g_tid_base = attempt != nullptr ? static_cast<std::uint32_t>(std::atoi(attempt)) * 1000u : 0u;
+    {
+      std::lock_guard names(g_names_mutex);
+      if (g_names.empty()) {
+        g_names.emplace_back("?");
+        g_name_ids.emplace("?", 0);
+      }
+    }
+  }
+  g_on.store(true);
+  name_thread("entry");
+  state_ = std::make_unique<State>();
+  state_->flusher = std::thread([state = state_.get()] {
+    std::unique_lock lock(state->mutex);
+    while (!state->wake.wait_for(lock, kFlushEvery, [state] { return state->stopping; })) {
+      lock.unlock();
+      flush_now();
+      lock.lock();
+    }
+  });
+}
+
+Session::~Session() {
+  if (!state_) {
+    return;
+  }
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->wake.notify_one();
+  state_->flusher.join();
+  g_on.store(false);
+  std::lock_guard lock(g_flush_mutex);
+  drain_locked();
+  std::fclose(g_file);
+  g_file = nullptr;
+}
+
+void flush_now() noexcept {
+  try {
+    std::lock_guard lock(g_flush_mutex);
+    drain_locked();
+  } catch (...) {
+  }
+}
+
+}  // namespace ditask::detail::trace

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// The worker's side of `ditask --trace`: spans and instants recorded into a bounded ring per
+// thread (no lock, no allocation per record once a thread and an event name were seen), drained
+// every 250 ms by a flusher thread into the file the launcher named in DITASK_TRACE_FILE, as
+// Chrome trace-event JSON lines the launcher merges. Off (one relaxed atomic load per hook) unless
+// that variable is set.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+namespace ditask::detail::trace {
+
+/// What a record is, as Chrome's trace-event format names it ("ph").
+enum class Phase : std::uint8_t { begin, end, instant, async_begin, async_end, flow_start, flow_end };
+
+/// The record's category ("cat"), one per runtime layer.
+enum class Category : std::uint8_t { task, event, rpc, group, mesh };
+
+extern std::atomic<bool> g_on;
+
+/// True while this worker traces. Thread: any.
+inline bool on() noexcept { return g_on.load(std::memory_order_relaxed); }
+
+/// The id of `name` (interned; allocates only the first time this thread sees it).
+std::uint32_t name_id(std::string_view name);
+
+/// Records one event on this thread's ring (dropped and counted when the ring is full).
+/// `id` pairs async and flow records; `arg` is the peer node (sender, callee, caller) or -1.
+void record(Phase phase, Category category, std::uint32_t name, std::uint64_t id = 0, std::int64_t arg = -1) noexcept;
+
+/// Names this thread's track ("dispatcher", "rpc queue"). Thread: the thread itself.
+void name_thread(std::string_view name);
+
+/// A span on this thread: begin now, end when destroyed. Does nothing while tracing is off.
+class Span {
+ public:
+  Span(Category category, std::string_view name, std::int64_t arg = -1) noexcept;
+  ~Span();
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+
+ private:
+  bool active_;
+  Category category_;
+  std::uint32_t name_ = 0;
+};
+
+/// A flow or async id joining a call's records on its caller and callee.
+inline std::uint64_t call_id(std::int64_t caller, std::uint64_t id) noexcept {
+  return (static_cast<std::uint64_t>(caller) << 40) ^ id;
+}
+
+/// Tracing for this worker's life: with DITASK_TRACE_FILE set, turns recording on and starts the
+/// flusher; the destructor drains every ring a last time and closes the file. Thread: the owner's.
+class Session {
+ public:
+  Session();
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// Drains every ring into the file now (before the worker ends by a signal's default action).
+/// Thread: any but a signal handler.
+void flush_now() noexcept;
+
+}  // namespace ditask::detail::trace

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+// --trace: one Chrome trace of a 4-worker rpc_cartpole run, validated as a viewer reads it: a
+// named process per worker, a named thread per track, every span closed on its own thread, every
+// call in flight ended, every call's arrow from caller to callee paired.
+#include <map>
+#include <set>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "run_ditask.hpp"
+
+using namespace std::chrono_literals;
+using namespace ditask::test;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+TEST_CASE("trace: a 4-worker rpc_cartpole run gives one valid Chrome trace with a track per worker and thread",
+          "[integration][trace]") {
+  TempDir dir;
+  const std::string path = dir.file("run.json");
+  auto r = run_ditask({"--package", module_path("rpc_cartpole"), "--main", "main", "--parallel-workers", "4", "--roles",
+                       "agent:0,observer:1-", "--trace", path, "--", "threshold=30"},
+                      180s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  const json trace = json::parse(in);
+  const json& events = trace.at("traceEvents");
+  std::map<std::int64_t, std::string> processes;
+  std::set<std::pair<std::int64_t, std::int64_t>> named_threads;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::string>> open;  // B names per thread
+  std::map<std::string, int> async_open;
+  std::map<std::string, int> flows;
+  std::set<std::pair<std::int64_t, std::int64_t>> used_threads;
+  std::map<std::int64_t, int> served, calls, ready, starts, exits;
+  for (const auto& e : events) {
+    const std::string ph = e.at("ph");
+    const std::int64_t pid = e.at("pid");
+    const std::int64_t tid = e.at("tid");
+    REQUIRE(e.at("pid").is_number_integer());  // integer ids: Perfetto draws string ids badly
+    REQUIRE(e.at("tid").is_number_integer());
+    if (ph == "M") {
+      if (e.at("name") == "process_name") {
+        processes[pid] = e.at("args").at("name");
+      } else if (e.at("name") == "thread_name") {
+        named_threads.insert({pid, tid});
+      }
+      continue;
+    }
+    used_threads.insert({pid, tid});
+    REQUIRE(e.at("ts").is_number());
+    const std::string name = e.value("name", "");
+    const std::string cat = e.value("cat", "");
+    if (ph == "B") {
+      open[{pid, tid}].push_back(name);
+      if (cat == "rpc") {
+        ++served[pid];
+      }
+    } else if (ph == "E") {
+      INFO("an E without its B on node " << pid << " thread " << tid);
+      REQUIRE_FALSE(open[{pid, tid}].empty());
+      open[{pid, tid}].pop_back();
+    } else if (ph == "b") {
+      ++async_open[e.at("id").get<std::string>() + " " + name];
+      ++calls[pid];
+    } else if (ph == "e") {
+      --async_open[e.at("id").get<std::string>() + " " + name];
+    } else if (ph == "s") {
+      ++flows[e.at("id")];
+    } else if (ph == "f") {
+      CHECK(e.at("bp") == "e");
+      --flows[e.at("id")];
+    } else if (ph == "i") {
+      ready[pid] += name == "ready" ? 1 : 0;
+      starts[pid] += name == "start (attempt 0)" ? 1 : 0;
+      exits[pid] += name == "exit code 0" ? 1 : 0;
+    }
+  }
+  REQUIRE(processes.size() == 4);
+  CHECK(processes.at(0) == "node 0 (agent)");
+  for (std::int64_t node = 1; node < 4; ++node) {
+    CHECK(processes.at(node) == "node " + std::to_string(node) + " (observer)");
+  }
+  for (const auto& [thread, names] : open) {
+    INFO("node " << thread.first << " thread " << thread.second << " left open: " << (names.empty() ? "" : names.back()));
+    CHECK(names.empty());  // every span closed
+  }
+  for (const auto& thread : used_threads) {
+    INFO("node " << thread.first << " thread " << thread.second);
+    CHECK(named_threads.count(thread) == 1);  // one named track per thread
+    CHECK(processes.count(thread.first) == 1);
+  }
+  for (const auto& [id, balance] : async_open) {
+    INFO("call " << id);
+    CHECK(balance == 0);  // every call in flight ended
+  }
+  for (const auto& [id, balance] : flows) {
+    INFO("flow " << id);
+    CHECK(balance == 0);  // every arrow from caller to callee paired
+  }
+  CHECK(flows.size() > 100);
+  CHECK(calls[0] > 100);  // the agent's calls to the observers...
+  for (std::int64_t node = 0; node < 4; ++node) {
+    INFO("node " << node);
+    CHECK(served[node] > 0);  // ...served there (and the observers' calls served by the agent)
+    CHECK(ready[node] == 1);
+    CHECK(starts[node] == 1);
+    CHECK(exits[node] == 1);
+  }
+}
+
+TEST_CASE("trace: a --trace file that cannot be written exits 2 before any worker starts",
+          "[integration][trace][bad-input]") {
+  TempDir dir;
+  auto r = run_ditask(faults("hang_ready", 2, {"--trace", dir.file("missing/run.json")}), 30s);
+  INFO(describe(r));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("ditask: error: --trace '" + dir.file("missing/run.json") + "': no folder '" +
+                             dir.file("missing") + "'"));
+  CHECK(r.out.empty());
+}
