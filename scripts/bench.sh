@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Benchmarks (never run as timed tests; CI only smoke-runs them). Three modes:
+# Benchmarks (never run as timed tests; CI only smoke-runs them). The modes:
 #
 #   scripts/bench.sh launch [--runs R] [--workers "2 8 32 64"] [--build-dir DIR] [--no-build]
 #   scripts/bench.sh mesh [--runs R] [--rounds N] [--count K] [--big-count K] [--fanout-count K]
@@ -74,6 +74,10 @@
 # worker's RSS and open descriptors (median and largest). Options: --runs (default 1), --timeout.
 # Target: ready <= 5 s at N = 512.
 #
+# trace (scripts/bench_trace.sh): what `ditask --trace` costs: the 64-byte event rate and round
+# trip and calls/s at 64 and 1 in flight, each without and with --trace, interleaved, --runs
+# (default 5), medians and the ratio on/off. Target: each at most 10% worse with --trace.
+#
 # rl: the RL examples' episodes and wall time to solve (scripts/bench_rl.sh; its own options).
 #
 # --no-build skips installing packages, configuring and building (the CTest smoke runs use it).
@@ -94,6 +98,7 @@ usage() {
   echo "       scripts/bench.sh rpc [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh autograd [--runs R] [--rounds N] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh redis [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
+  echo "       scripts/bench.sh trace [--runs R] [--rounds N] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh scale [--runs R] [--workers \"32 128 512\"] [--topologies \"star-relay mesh\"]" \
     "[--timeout S] [--build-dir DIR] [--no-build]" >&2
   exit 2
@@ -101,7 +106,7 @@ usage() {
 
 MODE="${1:-}"
 [[ "$MODE" == launch || "$MODE" == mesh || "$MODE" == rpc || "$MODE" == redis || "$MODE" == autograd ||
-  "$MODE" == scale ]] || usage
+  "$MODE" == scale || "$MODE" == trace ]] || usage
 shift
 BUILD_DIR=build/release
 BUILD=1
@@ -112,6 +117,9 @@ if [[ $MODE == launch ]]; then
 elif [[ $MODE == scale ]]; then
   RUNS=1
   WORKERS=(32 128 512)
+elif [[ $MODE == trace ]]; then
+  RUNS=5
+  WORKERS=(8 32)
 else
   RUNS=3
   WORKERS=(8 32)
@@ -135,7 +143,8 @@ while (($#)); do
     mesh:--fanout-count) FANOUT_COUNT="${2:?}"; shift 2 ;;
     mesh:--protocols) read -r -a PROTOCOLS <<<"${2:?}"; shift 2 ;;
     scale:--topologies) read -r -a TOPOLOGIES <<<"${2:?}"; shift 2 ;;
-    mesh:--timeout | rpc:--timeout | redis:--timeout | autograd:--timeout | scale:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
+    mesh:--timeout | rpc:--timeout | redis:--timeout | autograd:--timeout | scale:--timeout | trace:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
+    trace:--rounds) ROUNDS="${2:?}"; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -165,6 +174,9 @@ if ((BUILD)); then
   elif [[ $MODE == scale ]]; then
     install_packages
     TARGETS=(ditask bench_mesh)
+  elif [[ $MODE == trace ]]; then
+    install_packages
+    TARGETS=(ditask bench_mesh bench_rpc)
   elif [[ $MODE == autograd ]]; then
     install_packages "${DITASK_TORCH_PACKAGES[@]}"
     TARGETS=(ditask bench_autograd)
@@ -307,6 +319,10 @@ else
     # shellcheck source=scripts/bench_scale.sh
     source "$(dirname "${BASH_SOURCE[0]}")/bench_scale.sh"
     scale_main
+  elif [[ $MODE == trace ]]; then
+    # shellcheck source=scripts/bench_trace.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/bench_trace.sh"
+    trace_main
   else
     mesh_main
   fi

@@ -66,9 +66,12 @@ void write_trace(const std::string& path, const Plan& plan, const Report& report
       std::ifstream in(parts.trace_file_for(w.node_id, attempt.attempt));
       std::string line;
       while (std::getline(in, line)) {
-        if (!line.empty() && nlohmann::json::accept(line)) {  // a crash may have cut the last line
-          put(line);
+        // The flusher writes whole lines: only a last line without its '\n' (a crash cut it) is
+        // left out, and only such a line is parsed to tell.
+        if (line.empty() || (in.eof() && !nlohmann::json::accept(line))) {
+          continue;
         }
+        put(line);
       }
     }
   }

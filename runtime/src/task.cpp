@@ -105,7 +105,7 @@ void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
     if (detail::trace::on()) {  // --trace: joins and leaves
       for (const auto& e : events) {
         if (e.notice) {
-          detail::trace::record(detail::trace::Phase::instant, detail::trace::Category::mesh, detail::trace::name_id(e.event),
+          detail::trace::record(detail::trace::Phase::instant, detail::trace::Category::mesh, std::string_view(e.event),
                                 0, e.meta ? e.meta->sender : -1);
         }
       }
@@ -131,7 +131,7 @@ void Task::join_transport(const std::shared_ptr<detail::EventBus>& bus) {
   });
   transport->wait_ready();
   if (detail::trace::on()) {
-    detail::trace::record(detail::trace::Phase::instant, detail::trace::Category::mesh, detail::trace::name_id("ready"));
+    detail::trace::record(detail::trace::Phase::instant, detail::trace::Category::mesh, std::string_view("ready"));
   }
 }
 

@@ -108,7 +108,7 @@ namespace {
 /// --trace: an instant per emit, with its target node when it has one.
 void trace_emit(std::string_view event, std::optional<std::int64_t> node = std::nullopt) {
   if (detail::trace::on()) {
-    detail::trace::record(detail::trace::Phase::instant, detail::trace::Category::event, detail::trace::name_id(event), 0,
+    detail::trace::record(detail::trace::Phase::instant, detail::trace::Category::event, event, 0,
                           node.value_or(-1));
   }
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <fstream>
+#include <string>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -36,6 +37,7 @@ TEST_CASE("trace: a 4-worker rpc_cartpole run gives one valid Chrome trace with 
   std::map<std::string, int> flows;
   std::set<std::pair<std::int64_t, std::int64_t>> used_threads;
   std::map<std::int64_t, int> served, calls, ready, starts, exits;
+  long dropped = 0;  // "ring full: N records dropped": on a starved machine a ring may fill
   for (const auto& e : events) {
     const std::string ph = e.at("ph");
     const std::int64_t pid = e.at("pid");
@@ -74,6 +76,9 @@ TEST_CASE("trace: a 4-worker rpc_cartpole run gives one valid Chrome trace with 
       CHECK(e.at("bp") == "e");
       --flows[e.at("id")];
     } else if (ph == "i") {
+      if (cat == "trace") {
+        dropped += std::stol(name.substr(std::string("ring full: ").size()));
+      }
       ready[pid] += name == "ready" ? 1 : 0;
       starts[pid] += name == "start (attempt 0)" ? 1 : 0;
       exits[pid] += name == "exit code 0" ? 1 : 0;
@@ -93,13 +98,18 @@ TEST_CASE("trace: a 4-worker rpc_cartpole run gives one valid Chrome trace with 
     CHECK(named_threads.count(thread) == 1);  // one named track per thread
     CHECK(processes.count(thread.first) == 1);
   }
+  // Every call in flight ended and every arrow from caller to callee is paired, but for what a
+  // full ring dropped (said in the trace; never in an ordinary run of this job).
+  long unpaired = 0;
   for (const auto& [id, balance] : async_open) {
-    INFO("call " << id);
-    CHECK(balance == 0);  // every call in flight ended
+    unpaired += balance != 0 ? 1 : 0;
   }
   for (const auto& [id, balance] : flows) {
-    INFO("flow " << id);
-    CHECK(balance == 0);  // every arrow from caller to callee paired
+    unpaired += balance != 0 ? 1 : 0;
+  }
+  CHECK(unpaired <= dropped);
+  if (dropped > 0) {
+    WARN("the trace dropped " << dropped << " records (a ring filled): pairs checked up to that");
   }
   CHECK(flows.size() > 100);
   CHECK(calls[0] > 100);  // the agent's calls to the observers...

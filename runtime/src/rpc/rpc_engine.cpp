@@ -151,8 +151,8 @@ OutgoingCall RpcEngine::begin(const Callee& to, std::string_view display) {
   call.id = next_id_++;
   if (trace::on()) {  // --trace: the call in flight (async, calls overlap) and the arrow to its callee
     const auto id = trace::call_id(self_.node, call.id);
-    trace::record(trace::Phase::async_begin, trace::Category::rpc, trace::name_id(impl.function), id, node);
-    trace::record(trace::Phase::flow_start, trace::Category::rpc, trace::name_id("call"), id, node);
+    trace::record(trace::Phase::async_begin, trace::Category::rpc, std::string_view(impl.function), id, node);
+    trace::record(trace::Phase::flow_start, trace::Category::rpc, std::string_view("call"), id, node);
   }
   Pending& p = pending_[call.id];
   p.state = call.state;
@@ -234,7 +234,7 @@ std::shared_ptr<CallState> RpcEngine::finish_locked(std::uint64_t id) {
   timers_.erase(it->second.timer);
   pending_.erase(it);
   if (trace::on()) {
-    trace::record(trace::Phase::async_end, trace::Category::rpc, trace::name_id(state->function()),
+    trace::record(trace::Phase::async_end, trace::Category::rpc, std::string_view(state->function()),
                   trace::call_id(self_.node, id), state->node());
   }
   return state;

@@ -175,7 +175,7 @@ void RpcEngine::serve(Served& call, bool last) {
   const auto& h = call.header;
   const trace::Span span(trace::Category::rpc, h.function, call.caller);  // --trace: its run here
   if (trace::on()) {
-    trace::record(trace::Phase::flow_end, trace::Category::rpc, trace::name_id("call"), trace::call_id(call.caller, h.id),
+    trace::record(trace::Phase::flow_end, trace::Category::rpc, std::string_view("call"), trace::call_id(call.caller, h.id),
                   call.caller);
   }
   const std::string where = "node " + std::to_string(self_.node);

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <array>
+#include <charconv>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,9 @@ std::atomic<bool> g_on{false};
 namespace {
 
 constexpr std::size_t kRingRecords = 1 << 15;  // 1 MiB per thread: 250 ms of a busy thread
+// The last records of a ring are kept for span ends: a span whose begin was recorded gets its end
+// (unless 4,096 spans are open on one thread), so the spans of a trace stay balanced.
+constexpr std::size_t kEndReserve = 4096;
 constexpr auto kFlushEvery = std::chrono::milliseconds(250);
 
 struct Record {
@@ -125,31 +129,56 @@ std::string json_string(std::string_view text) {
   return out + "\"";
 }
 
-/// Microseconds with three decimals, as Chrome's "ts" reads them.
-std::string micros(std::uint64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%llu.%03llu", static_cast<unsigned long long>(ns / 1000),
-                static_cast<unsigned long long>(ns % 1000));
-  return text;
-}
 
 void write_line(const std::string& line) {
   std::fwrite(line.data(), 1, line.size(), g_file);
   std::fputc('\n', g_file);
 }
 
+std::string g_line;  // the flusher's line buffer, reused (guarded by g_flush_mutex)
+
+void append_number(std::string& out, std::uint64_t value) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out.append(digits, end);
+}
+
+void append_head(std::string& out, const char* ph, std::uint32_t tid, std::uint64_t ts) {
+  out += "{\"ph\":\"";
+  out += ph;
+  out += "\",\"pid\":";
+  if (g_pid < 0) {
+    out += '-';
+  }
+  append_number(out, static_cast<std::uint64_t>(g_pid < 0 ? -g_pid : g_pid));
+  out += ",\"tid\":";
+  append_number(out, g_tid_base + tid);
+  out += ",\"ts\":";
+  append_number(out, ts / 1000);  // microseconds, three decimals
+  out += '.';
+  const auto fraction = ts % 1000;
+  out += static_cast<char>('0' + fraction / 100);
+  out += static_cast<char>('0' + fraction / 10 % 10);
+  out += static_cast<char>('0' + fraction % 10);
+}
+
 std::string head(const char* ph, std::uint32_t tid, std::uint64_t ts) {
-  return std::string("{\"ph\":\"") + ph + "\",\"pid\":" + std::to_string(g_pid) + ",\"tid\":" +
-         std::to_string(g_tid_base + tid) + ",\"ts\":" + micros(ts);
+  std::string out;
+  append_head(out, ph, tid, ts);
+  return out;
 }
 
 void write_record(const Record& r, std::uint32_t tid) {
+  // g_flusher_names holds each name already as a JSON string.
   const std::string& name = r.name < g_flusher_names.size() ? g_flusher_names[r.name] : g_flusher_names.front();
-  std::string line = head(phase_text(r.phase), tid, r.ts_ns);
+  std::string& line = g_line;
+  line.clear();
+  append_head(line, phase_text(r.phase), tid, r.ts_ns);
   if (r.phase != Phase::end) {
     line += ",\"cat\":\"";
     line += category_text(r.category);
-    line += "\",\"name\":" + json_string(name);
+    line += "\",\"name\":";
+    line += name;
   }
   switch (r.phase) {
     case Phase::instant:
@@ -158,23 +187,27 @@ void write_record(const Record& r, std::uint32_t tid) {
     case Phase::async_begin:
     case Phase::async_end:
     case Phase::flow_start:
-    case Phase::flow_end:
-      line += ",\"id\":\"0x" + [&] {
-        char hex[24];
-        std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(r.id));
-        return std::string(hex);
-      }() + "\"";
+    case Phase::flow_end: {
+      char hex[24];
+      const auto end = std::to_chars(hex, hex + sizeof hex, r.id, 16).ptr;
+      line += ",\"id\":\"0x";
+      line.append(hex, end);
+      line += '"';
       if (r.phase == Phase::flow_end) {
         line += ",\"bp\":\"e\"";  // bound to the slice that encloses it: the served call
       }
       break;
+    }
     default:
       break;
   }
   if (r.arg >= 0 && r.phase != Phase::end) {
-    line += ",\"args\":{\"peer\":" + std::to_string(r.arg) + "}";
+    line += ",\"args\":{\"peer\":";
+    append_number(line, static_cast<std::uint64_t>(r.arg));
+    line += '}';
   }
-  write_line(line + "}");
+  line += "}\n";
+  std::fwrite(line.data(), 1, line.size(), g_file);
 }
 
 void drain_locked() {
@@ -195,7 +228,7 @@ void drain_locked() {
   {
     std::lock_guard lock(g_names_mutex);
     for (std::size_t i = g_flusher_names.size(); i < g_names.size(); ++i) {
-      g_flusher_names.push_back(g_names[i]);
+      g_flusher_names.push_back(json_string(g_names[i]));  // escaped once, not per record
     }
   }
   for (auto& ring : rings) {
@@ -234,18 +267,44 @@ std::uint32_t name_id(std::string_view name) {
   return id;
 }
 
+namespace {
+
+/// True when this thread's ring has room for a record of `phase` (a span's end may use the reserve).
+bool room(Ring& ring, Phase phase) noexcept {
+  const std::uint64_t used = ring.head.load(std::memory_order_relaxed) - ring.tail.load(std::memory_order_acquire);
+  return used < (phase == Phase::end ? kRingRecords : kRingRecords - kEndReserve);
+}
+
+void push(Ring& ring, const Record& r) noexcept {
+  const std::uint64_t h = ring.head.load(std::memory_order_relaxed);
+  ring.slots[h % kRingRecords] = r;
+  ring.head.store(h + 1, std::memory_order_release);
+}
+
+}  // namespace
+
 void record(Phase phase, Category category, std::uint32_t name, std::uint64_t id, std::int64_t arg) noexcept {
   try {
     Ring& ring = this_ring();
-    const std::uint64_t h = ring.head.load(std::memory_order_relaxed);
-    if (h - ring.tail.load(std::memory_order_acquire) >= kRingRecords) {
+    if (!room(ring, phase)) {
       ring.dropped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    ring.slots[h % kRingRecords] = Record{now_ns(), id, arg, name, phase, category};
-    ring.head.store(h + 1, std::memory_order_release);
+    push(ring, Record{now_ns(), id, arg, name, phase, category});
   } catch (...) {
     // A thread's first record allocates its ring: without memory, the record is lost.
+  }
+}
+
+void record(Phase phase, Category category, std::string_view name, std::uint64_t id, std::int64_t arg) noexcept {
+  try {
+    Ring& ring = this_ring();
+    if (!room(ring, phase)) {
+      ring.dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    push(ring, Record{now_ns(), id, arg, name_id(name), phase, category});
+  } catch (...) {
   }
 }
 
@@ -259,14 +318,20 @@ void name_thread(std::string_view name) {
 }
 
 Span::Span(Category category, std::string_view name, std::int64_t arg) noexcept : active_(on()), category_(category) {
-  if (active_) {
-    try {
-      name_ = name_id(name);
-    } catch (...) {
+  if (!active_) {
+    return;
+  }
+  try {
+    Ring& ring = this_ring();
+    if (!room(ring, Phase::begin)) {  // no begin, so no end either: the spans stay balanced
+      ring.dropped.fetch_add(2, std::memory_order_relaxed);
       active_ = false;
       return;
     }
-    record(Phase::begin, category_, name_, 0, arg);
+    name_ = name_id(name);
+    push(ring, Record{now_ns(), 0, arg, name_, Phase::begin, category_});
+  } catch (...) {
+    active_ = false;
   }
 }
 
@@ -304,6 +369,17 @@ Session::Session() {
         g_names.emplace_back("?");
         g_name_ids.emplace("?", 0);
       }
+    }
+  }
+  {
+    // A second session in one process (tests) starts clean: rings of ended threads go, the others
+    // forget what they held and are announced again in the new part.
+    std::lock_guard lock(g_registry_mutex);
+    std::erase_if(g_rings, [](const std::shared_ptr<Ring>& ring) { return ring.use_count() == 1; });
+    for (auto& ring : g_rings) {
+      ring->announced = false;
+      ring->tail.store(ring->head.load());
+      ring->dropped_told = ring->dropped.load();
     }
   }
   g_on.store(true);

@@ -30,6 +30,9 @@ std::uint32_t name_id(std::string_view name);
 /// Records one event on this thread's ring (dropped and counted when the ring is full).
 /// `id` pairs async and flow records; `arg` is the peer node (sender, callee, caller) or -1.
 void record(Phase phase, Category category, std::uint32_t name, std::uint64_t id = 0, std::int64_t arg = -1) noexcept;
+/// The same with the name as text: a full ring drops the record before the name is looked up or
+/// the clock read, so a thread that records faster than the flusher drains pays little.
+void record(Phase phase, Category category, std::string_view name, std::uint64_t id = 0, std::int64_t arg = -1) noexcept;
 
 /// Names this thread's track ("dispatcher", "rpc queue"). Thread: the thread itself.
 void name_thread(std::string_view name);
