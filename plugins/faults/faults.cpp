@@ -138,7 +138,7 @@ DITASK_MAIN(hang_ready) {
 }
 
 // Node 0 emits args()[0] (default 10) "tick" events once every peer is connected; each other
-// node prints "got N ticks" when it has them all, node 0 "sent N ticks"; then every node waits
+// node prints "got N ticks pid=<pid>" when it has them all, node 0 "sent N ticks"; then every node waits
 // until it is stopped (no SIGTERM handler: the signal's default action ends it).
 DITASK_MAIN(ticks_then_hang) {
   const std::int64_t count = first_arg(10);
@@ -153,7 +153,7 @@ DITASK_MAIN(ticks_then_hang) {
     auto got = std::make_shared<std::atomic<std::int64_t>>(0);
     task.on("tick", [got, count](std::int64_t) {
       if (++*got == count) {
-        std::cout << "got " << count << " ticks" << std::endl;
+        std::cout << "got " << count << " ticks pid=" << ::getpid() << std::endl;
       }
     });
   }

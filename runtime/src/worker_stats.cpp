@@ -3,9 +3,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -109,40 +107,15 @@ void write_worker_stats(const TransportStats& transport, bool final) noexcept {
   }
 }
 
-struct PeriodicStats::State {
-  std::mutex mutex;
-  std::condition_variable wake;
-  bool stopping = false;
-  std::thread thread;
-};
-
 PeriodicStats::PeriodicStats() {
   const char* text = std::getenv("DITASK_STATS_PERIOD_MS");
   const long long period_ms = text != nullptr ? std::atoll(text) : 0;
-  if (period_ms <= 0 || std::getenv("DITASK_STATS_FILE") == nullptr) {
-    return;
+  if (period_ms > 0 && std::getenv("DITASK_STATS_FILE") != nullptr) {
+    thread_ = std::make_unique<PeriodicThread>(std::chrono::milliseconds(period_ms),
+                                               [] { write_worker_stats(task().router().stats(), false); });
   }
-  state_ = std::make_unique<State>();
-  state_->thread = std::thread([state = state_.get(), period = std::chrono::milliseconds(period_ms)] {
-    std::unique_lock lock(state->mutex);
-    while (!state->wake.wait_for(lock, period, [state] { return state->stopping; })) {
-      lock.unlock();
-      write_worker_stats(task().router().stats(), false);
-      lock.lock();
-    }
-  });
 }
 
-PeriodicStats::~PeriodicStats() {
-  if (!state_) {
-    return;
-  }
-  {
-    std::lock_guard lock(state_->mutex);
-    state_->stopping = true;
-  }
-  state_->wake.notify_one();
-  state_->thread.join();
-}
+PeriodicStats::~PeriodicStats() = default;
 
 }  // namespace ditask::detail

@@ -8,6 +8,7 @@
 
 #include "ditask/router.hpp"
 #include "ditask/rpc_callee.hpp"
+#include "periodic_thread.hpp"
 
 namespace ditask::detail {
 
@@ -35,8 +36,7 @@ class PeriodicStats {
   PeriodicStats& operator=(const PeriodicStats&) = delete;
 
  private:
-  struct State;
-  std::unique_ptr<State> state_;
+  std::unique_ptr<PeriodicThread> thread_;
 };
 
 }  // namespace ditask::detail

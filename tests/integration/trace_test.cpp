@@ -4,7 +4,9 @@
 // call in flight ended, every call's arrow from caller to callee paired.
 #include <map>
 #include <set>
+#include <filesystem>
 #include <fstream>
+#include <signal.h>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -131,4 +133,62 @@ TEST_CASE("trace: a --trace file that cannot be written exits 2 before any worke
   CHECK_THAT(r.err, Contains("ditask: error: --trace '" + dir.file("missing/run.json") + "': no folder '" +
                              dir.file("missing") + "'"));
   CHECK(r.out.empty());
+}
+
+TEST_CASE("trace: a worker killed without warning still contributes what it recorded up to its last flush",
+          "[integration][trace]") {
+  TempDir dir;
+  const std::string path = dir.file("run.json");
+  DitaskProcess job;
+  // The launcher's private folder goes under TMPDIR: the test can watch node 1's part fill.
+  job.start(faults("ticks_then_hang", 3, {"--trace", path, "--", "25"}), {{"TMPDIR", dir.path()}});
+  job.require_line("got 25 ticks pid=", 60s, 2);
+  pid_t victim = 0;
+  for (const auto& line : lines_with(job.out(), "got 25 ticks pid=")) {
+    if (line.rfind("[node 1]", 0) == 0) {
+      victim = numbers_after(line, "pid=").at(0);
+    }
+  }
+  REQUIRE(victim > 0);
+  // Wait (bounded) until the flusher wrote node 1's 25 handler spans to its part.
+  auto flushed = [&] {
+    for (const auto& folder : std::filesystem::directory_iterator(dir.path())) {
+      std::ifstream part(folder.path() / "node_1.attempt_0.trace");
+      std::string line;
+      int ticks = 0;
+      while (std::getline(part, line)) {
+        ticks += line.find("\"ph\":\"E\"") == std::string::npos && line.find("\"name\":\"tick\"") != std::string::npos &&
+                         line.find("\"ph\":\"B\"") != std::string::npos
+                     ? 1
+                     : 0;
+      }
+      if (ticks == 25) {
+        return true;
+      }
+    }
+    return false;
+  };
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (!flushed() && std::chrono::steady_clock::now() < until) {
+    job.wait_for_line("(no such line)", 50ms);  // reads the job's output meanwhile
+  }
+  REQUIRE(flushed());
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  auto r = job.wait(60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 128 + SIGKILL);
+  std::ifstream in(path);
+  const json trace = json::parse(in);
+  int ticks = 0;
+  int killed = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("pid") == 1 && e.at("ph") == "B" && e.value("name", "") == "tick") {
+      ++ticks;
+    }
+    if (e.at("pid") == 1 && e.at("ph") == "i" && e.value("name", "") == "killed by SIGKILL") {
+      ++killed;
+    }
+  }
+  CHECK(ticks == 25);   // what node 1 recorded before its last flush
+  CHECK(killed == 1);   // and the launcher's account of its end
 }

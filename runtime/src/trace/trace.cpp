@@ -5,13 +5,11 @@
 
 #include <array>
 #include <charconv>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -341,13 +339,6 @@ Span::~Span() {
   }
 }
 
-struct Session::State {
-  std::mutex mutex;
-  std::condition_variable wake;
-  bool stopping = false;
-  std::thread flusher;
-};
-
 Session::Session() {
   const char* path = std::getenv("DITASK_TRACE_FILE");
   if (path == nullptr || *path == '\0') {
@@ -384,27 +375,14 @@ Session::Session() {
   }
   g_on.store(true);
   name_thread("entry");
-  state_ = std::make_unique<State>();
-  state_->flusher = std::thread([state = state_.get()] {
-    std::unique_lock lock(state->mutex);
-    while (!state->wake.wait_for(lock, kFlushEvery, [state] { return state->stopping; })) {
-      lock.unlock();
-      flush_now();
-      lock.lock();
-    }
-  });
+  flusher_ = std::make_unique<PeriodicThread>(kFlushEvery, [] { flush_now(); });
 }
 
 Session::~Session() {
-  if (!state_) {
+  if (!flusher_) {
     return;
   }
-  {
-    std::lock_guard lock(state_->mutex);
-    state_->stopping = true;
-  }
-  state_->wake.notify_one();
-  state_->flusher.join();
+  flusher_.reset();  // joined: the last drain below is the only one
   g_on.store(false);
   std::lock_guard lock(g_flush_mutex);
   drain_locked();

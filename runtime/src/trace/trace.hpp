@@ -11,6 +11,8 @@
 #include <memory>
 #include <string_view>
 
+#include "../periodic_thread.hpp"
+
 namespace ditask::detail::trace {
 
 /// What a record is, as Chrome's trace-event format names it ("ph").
@@ -66,8 +68,7 @@ class Session {
   Session& operator=(const Session&) = delete;
 
  private:
-  struct State;
-  std::unique_ptr<State> state_;
+  std::unique_ptr<PeriodicThread> flusher_;
 };
 
 /// Drains every ring into the file now (before the worker ends by a signal's default action).
