@@ -26,7 +26,7 @@ StatusFigures LiveStatus::sample() {
       continue;
     }
     const int attempt = rules_.attempt(i);
-    const auto own = stats_.read(plan_.workers[i].node_id, attempt);
+    const auto own = stats_.read(plan_.workers[i].node_id, attempt, true);
     if (!own.is_object()) {
       continue;  // not written yet
     }

@@ -135,7 +135,7 @@ WorkerStatsFolder::WorkerStatsFolder() {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/ditask-stats-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
-    throw Error("cannot make a folder for the workers' counters (--summary-json) as '" + pattern +
+    throw Error("cannot make a folder for the workers' counters and traces (--summary-json, --trace) as '" + pattern +
                     "': " + std::strerror(errno),
                 "set TMPDIR to a writable folder");
   }
@@ -155,8 +155,8 @@ std::string WorkerStatsFolder::trace_file_for(std::int64_t node_id, int attempt)
   return path_ + "/node_" + std::to_string(node_id) + ".attempt_" + std::to_string(attempt) + ".trace";
 }
 
-json WorkerStatsFolder::read(std::int64_t node_id, int attempt) const {
-  std::ifstream in(file_for(node_id, attempt));
+json WorkerStatsFolder::read(std::int64_t node_id, int attempt, bool live) const {
+  std::ifstream in(file_for(node_id, attempt) + (live ? ".live" : ""));
   if (!in) {
     return nullptr;
   }
@@ -207,16 +207,21 @@ void check_output_file(const std::string& flag, const std::string& path) {
 
 void write_summary_json(const std::string& path, const json& summary) {
   const std::string temporary = path + ".tmp";
+  // A worker's stderr lines may be any bytes: what is not UTF-8 becomes U+FFFD, never an exception.
+  const std::string text = summary.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   {
     std::ofstream out(temporary, std::ios::trunc);
-    out << summary.dump(2) << '\n';
+    out << text;
     out.close();
     if (!out) {
-      throw Error("cannot write the summary to '" + temporary + "': " + std::strerror(errno));
+      std::remove(temporary.c_str());
+      throw Error("cannot write the summary to '" + temporary + "'");
     }
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw Error("cannot write the summary to '" + path + "': " + std::strerror(errno));
+    const std::string why = std::strerror(errno);
+    std::remove(temporary.c_str());
+    throw Error("cannot write the summary to '" + path + "': " + why);
   }
 }
 

@@ -28,8 +28,9 @@ class WorkerStatsFolder {
   std::string file_for(std::int64_t node_id, int attempt) const;
   /// The file attempt `attempt` of node `node_id` writes its --trace records to (DITASK_TRACE_FILE).
   std::string trace_file_for(std::int64_t node_id, int attempt) const;
-  /// What that attempt wrote, or null when it wrote nothing readable (it died before its exit).
-  nlohmann::ordered_json read(std::int64_t node_id, int attempt) const;
+  /// What that attempt wrote at its end, or null when it wrote nothing readable (it died before);
+  /// with `live`, what it last wrote while running (for the status line).
+  nlohmann::ordered_json read(std::int64_t node_id, int attempt, bool live = false) const;
 
  private:
   std::string path_;

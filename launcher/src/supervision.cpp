@@ -151,6 +151,9 @@ void Supervision::begin_stop(StopCause cause, int sig) {
       spawner_.signal(i, sig);
     } else if (w.start_timer) {
       cancel(w.start_timer);  // a start or restart still pending: never happens now
+      if (!w.ended.empty()) {
+        w.attempt = w.ended.back().attempt;  // the cancelled restart is no attempt
+      }
       w.done = true;
     }
   }

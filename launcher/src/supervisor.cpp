@@ -56,7 +56,7 @@ class Supervisor {
     watch(signals_, [this](int sig) { rules_.on_stop_signal(sig); });
     watch(forwarded_, [this](int sig) { rules_.on_forwarded_signal(sig); });
     watch(children_, [this](int) { spawner_.reap(); });
-    if (status_wanted_) {
+    if (status_wanted_ && stats_) {
       status_ = std::make_unique<StatusLine>(STDERR_FILENO);
       live_ = std::make_unique<LiveStatus>(plan_, rules_, *stats_);
     }
@@ -81,8 +81,20 @@ class Supervisor {
   static constexpr std::chrono::milliseconds kStatusPeriod{1000};
 
   static std::unique_ptr<WorkerStatsFolder> stats_folder(const Options& options, bool status) {
-    return options.summary_json.empty() && options.trace.empty() && !status ? nullptr
-                                                                            : std::make_unique<WorkerStatsFolder>();
+    const bool needed = !options.summary_json.empty() || !options.trace.empty();
+    if (!needed && !status) {
+      return nullptr;
+    }
+    try {
+      return std::make_unique<WorkerStatsFolder>();
+    } catch (const std::exception& e) {
+      if (needed) {
+        throw;
+      }
+      // Only the status line wanted it: the job runs without the line.
+      DITASK_LOG(warn, "launcher") << e.what() << "; no status line";
+      return nullptr;
+    }
   }
 
   /// Redraws the status line now and every kStatusPeriod until the job ends.

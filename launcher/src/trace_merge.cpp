@@ -28,6 +28,11 @@ std::string process_name(const WorkerPlan& w) {
   return "node " + std::to_string(w.node_id) + (w.roles.empty() ? "" : " (" + join(w.roles, "+") + ")");
 }
 
+/// `text` as a JSON string; bytes that are not UTF-8 become U+FFFD.
+std::string json_text(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string micros(std::uint64_t ns) {
   char text[32];
   std::snprintf(text, sizeof text, "%llu.%03llu", static_cast<unsigned long long>(ns / 1000),
@@ -51,14 +56,14 @@ void write_trace(const std::string& path, const Plan& plan, const Report& report
     const auto& w = plan.workers[i];
     const std::string pid = std::to_string(w.node_id);
     put(R"({"ph":"M","name":"process_name","pid":)" + pid + R"(,"tid":0,"args":{"name":)" +
-        nlohmann::json(process_name(w)).dump() + "}}");
+        json_text(process_name(w)) + "}}");
     put(R"({"ph":"M","name":"process_sort_index","pid":)" + pid + R"(,"tid":0,"args":{"sort_index":)" +
         std::to_string(i) + "}}");
     put(R"({"ph":"M","name":"thread_name","pid":)" + pid + R"(,"tid":)" + std::to_string(kLauncherTid) +
         R"(,"args":{"name":"launcher"}})");
   }
   for (const auto& m : marks) {
-    put(R"({"ph":"i","s":"t","cat":"launcher","name":)" + nlohmann::json(m.what).dump() + R"(,"pid":)" +
+    put(R"({"ph":"i","s":"t","cat":"launcher","name":)" + json_text(m.what) + R"(,"pid":)" +
         std::to_string(m.node_id) + R"(,"tid":)" + std::to_string(kLauncherTid) + R"(,"ts":)" + micros(m.ts_ns) + "}");
   }
   for (const auto& w : report.workers) {
@@ -78,10 +83,13 @@ void write_trace(const std::string& path, const Plan& plan, const Report& report
   out << "\n]}\n";
   out.close();
   if (!out) {
-    throw Error("cannot write the trace to '" + temporary + "': " + std::strerror(errno));
+    std::remove(temporary.c_str());
+    throw Error("cannot write the trace to '" + temporary + "'");
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw Error("cannot write the trace to '" + path + "': " + std::strerror(errno));
+    const std::string why = std::strerror(errno);
+    std::remove(temporary.c_str());
+    throw Error("cannot write the trace to '" + path + "': " + why);
   }
 }
 

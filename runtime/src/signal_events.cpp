@@ -106,7 +106,11 @@ void deliver_term() noexcept {
   } catch (...) {
   }
   if (!wanted) {
-    write_worker_stats(t.router().stats());  // the launcher's --summary-json still counts this worker
+    try {
+      write_worker_stats(t.router().stats());  // the launcher's --summary-json still counts this worker
+    } catch (...) {
+      // Router::stats() could not copy its counters: the summary shows none for this worker.
+    }
     trace::flush_now();  // and its --trace has what it recorded
     take_default_term();
     return;

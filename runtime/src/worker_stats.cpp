@@ -86,7 +86,10 @@ void write_worker_stats(const TransportStats& transport, bool final) noexcept {
           {"served", calls.served}}},
         {"backlog", TaskAccess::backlog(task())},
     };
-    const std::string temporary = std::string(path) + ".tmp";
+    // The periodic writes (the status line) go to a file of their own: the file the summary reads
+    // holds only what the worker wrote at its end, so a worker that died has no counters there.
+    const std::string target = final ? std::string(path) : std::string(path) + ".live";
+    const std::string temporary = target + ".tmp";
     {
       std::ofstream out(temporary, std::ios::trunc);
       out << stats.dump() << '\n';
@@ -95,8 +98,8 @@ void write_worker_stats(const TransportStats& transport, bool final) noexcept {
         throw std::runtime_error("cannot write '" + temporary + "'");
       }
     }
-    if (std::rename(temporary.c_str(), path) != 0) {
-      throw std::runtime_error("cannot rename '" + temporary + "' to '" + path + "'");
+    if (std::rename(temporary.c_str(), target.c_str()) != 0) {
+      throw std::runtime_error("cannot rename '" + temporary + "' to '" + target + "'");
     }
   } catch (const std::exception& e) {
     static bool warned = false;  // a periodic write that fails would fail every time

@@ -25,8 +25,9 @@ RpcStats worker_rpc_totals();
 /// throws: a failed write is logged as a warning. Thread: any, not a signal handler.
 void write_worker_stats(const TransportStats& transport, bool final = true) noexcept;
 
-/// With DITASK_STATS_PERIOD_MS set (the launcher's live status line), a thread that rewrites the
-/// counters file at that period while the worker runs; otherwise nothing. Thread: the owner's.
+/// With DITASK_STATS_PERIOD_MS set (the launcher's live status line), a thread that writes the
+/// counters at that period to $DITASK_STATS_FILE.live while the worker runs; otherwise nothing.
+/// Thread: the owner's.
 class PeriodicStats {
  public:
   PeriodicStats();

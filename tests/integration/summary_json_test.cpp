@@ -3,6 +3,7 @@
 // the module's own counters, the launcher's exit code and the pids the workers printed.
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <catch2/catch.hpp>
@@ -235,4 +236,44 @@ TEST_CASE("summary JSON: replaces {node} and {run}, so each launcher of a job ca
   REQUIRE(s.at("workers").size() == 2);
   CHECK(s.at("workers")[0].at("node_id") == 4);
   CHECK(s.at("workers")[1].at("node_id") == 5);
+}
+
+TEST_CASE("summary JSON: a worker killed without warning has null counters, also while the status line runs",
+          "[integration][summary]") {
+  TempDir dir;
+  const std::string path = dir.file("killed.json");
+  DitaskProcess job;
+  // --status on: the workers also write their counters every second, for the line.
+  job.start(faults("ticks_then_hang", 3, {"--status", "on", "--summary-json", path, "--", "5"}), {{"TMPDIR", dir.path()}});
+  job.require_line("got 5 ticks pid=", 60s, 2);
+  pid_t victim = 0;
+  for (const auto& line : lines_with(job.out(), "got 5 ticks pid=")) {
+    if (line.rfind("[node 1]", 0) == 0) {
+      victim = numbers_after(line, "pid=").at(0);
+    }
+  }
+  REQUIRE(victim > 0);
+  auto live_written = [&] {
+    for (const auto& folder : std::filesystem::directory_iterator(dir.path())) {
+      if (std::filesystem::exists(folder.path() / "node_1.attempt_0.json.live")) {
+        return true;
+      }
+    }
+    return false;
+  };
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (!live_written() && std::chrono::steady_clock::now() < until) {
+    job.wait_for_line("(no such line)", 50ms);
+  }
+  REQUIRE(live_written());
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  auto r = job.wait(60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 128 + SIGKILL);
+  const json s = read_summary(path);
+  INFO(s.dump(2));
+  CHECK(worker(s, 1).at("signal") == "SIGKILL");
+  CHECK(worker(s, 1).at("events").is_null());  // what it wrote for the line is not its account
+  CHECK(worker(s, 1).at("calls").is_null());
+  CHECK(worker(s, 0).at("events").is_object());  // the others ended by SIGTERM and wrote theirs
 }

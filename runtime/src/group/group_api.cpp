@@ -68,7 +68,9 @@ std::vector<double> Group::all_reduce(const std::vector<double>& values, ReduceO
 
 nlohmann::json Group::collective(const char* kind, nlohmann::json value, std::size_t root, ReduceOp op,
                                  std::chrono::milliseconds timeout) {
-  const detail::trace::Span span(detail::trace::Category::group, std::string(kind) + " " + name_);  // --trace
+  // --trace: the name is built only while tracing (off, a hook is one flag load).
+  const detail::trace::Span span(detail::trace::Category::group,
+                                 detail::trace::on() ? std::string(kind) + " " + name_ : std::string());
   if (index_ < 0) {
     throw GroupError(GroupError::Kind::not_member, name_, -1,
                      "node " + std::to_string(self_) + " is not a member (members [" + detail::node_list_text(members_) + "])",

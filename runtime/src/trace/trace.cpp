@@ -215,6 +215,12 @@ void drain_locked() {
   std::vector<std::shared_ptr<Ring>> rings;
   {
     std::lock_guard lock(g_registry_mutex);
+    // A drained ring of a thread that ended goes (its thread's shared_ptr is gone).
+    std::erase_if(g_rings, [](const std::shared_ptr<Ring>& ring) {
+      return ring.use_count() == 1 && ring->announced &&
+             ring->tail.load(std::memory_order_relaxed) == ring->head.load(std::memory_order_acquire) &&
+             ring->dropped_told == ring->dropped.load(std::memory_order_relaxed);
+    });
     rings = g_rings;
     for (auto& ring : rings) {
       if (!ring->announced) {
@@ -223,24 +229,30 @@ void drain_locked() {
       }
     }
   }
+  // The heads first, then the names: every record up to a head has its name in the copy.
+  std::vector<std::uint64_t> ends;
+  ends.reserve(rings.size());
+  for (auto& ring : rings) {
+    ends.push_back(ring->head.load(std::memory_order_acquire));
+  }
   {
     std::lock_guard lock(g_names_mutex);
     for (std::size_t i = g_flusher_names.size(); i < g_names.size(); ++i) {
       g_flusher_names.push_back(json_string(g_names[i]));  // escaped once, not per record
     }
   }
-  for (auto& ring : rings) {
-    const std::uint64_t end = ring->head.load(std::memory_order_acquire);
-    std::uint64_t at = ring->tail.load(std::memory_order_relaxed);
-    for (; at < end; ++at) {
-      write_record(ring->slots[at % kRingRecords], ring->tid);
+  for (std::size_t r = 0; r < rings.size(); ++r) {
+    Ring& ring = *rings[r];
+    std::uint64_t at = ring.tail.load(std::memory_order_relaxed);
+    for (; at < ends[r]; ++at) {
+      write_record(ring.slots[at % kRingRecords], ring.tid);
     }
-    ring->tail.store(at, std::memory_order_release);
-    const std::uint64_t dropped = ring->dropped.load(std::memory_order_relaxed);
-    if (dropped != ring->dropped_told) {
-      write_line(head("i", ring->tid, now_ns()) + ",\"cat\":\"trace\",\"s\":\"t\",\"name\":\"ring full: " +
-                 std::to_string(dropped - ring->dropped_told) + " records dropped\"}");
-      ring->dropped_told = dropped;
+    ring.tail.store(at, std::memory_order_release);
+    const std::uint64_t dropped = ring.dropped.load(std::memory_order_relaxed);
+    if (dropped != ring.dropped_told) {
+      write_line(head("i", ring.tid, now_ns()) + ",\"cat\":\"trace\",\"s\":\"t\",\"name\":\"ring full: " +
+                 std::to_string(dropped - ring.dropped_told) + " records dropped\"}");
+      ring.dropped_told = dropped;
     }
   }
   std::fflush(g_file);
@@ -306,13 +318,17 @@ void record(Phase phase, Category category, std::string_view name, std::uint64_t
   }
 }
 
-void name_thread(std::string_view name) {
+void name_thread(std::string_view name) noexcept {
   if (!on()) {
     return;
   }
-  Ring& ring = this_ring();
-  std::lock_guard lock(g_registry_mutex);
-  ring.name = std::string(name) + " " + std::to_string(ring.tid);
+  try {
+    Ring& ring = this_ring();
+    std::lock_guard lock(g_registry_mutex);
+    ring.name = std::string(name) + " " + std::to_string(ring.tid);
+  } catch (...) {
+    // Without memory the track keeps its number for a name.
+  }
 }
 
 Span::Span(Category category, std::string_view name, std::int64_t arg) noexcept : active_(on()), category_(category) {
@@ -346,7 +362,7 @@ Session::Session() {
   }
   {
     std::lock_guard lock(g_flush_mutex);
-    g_file = std::fopen(path, "a");
+    g_file = std::fopen(path, "ae");  // close-on-exec: not inherited by what the module starts
     if (g_file == nullptr) {
       return;  // the launcher's merge says the node's part is missing
     }

@@ -36,8 +36,8 @@ void record(Phase phase, Category category, std::uint32_t name, std::uint64_t id
 /// the clock read, so a thread that records faster than the flusher drains pays little.
 void record(Phase phase, Category category, std::string_view name, std::uint64_t id = 0, std::int64_t arg = -1) noexcept;
 
-/// Names this thread's track ("dispatcher", "rpc queue"). Thread: the thread itself.
-void name_thread(std::string_view name);
+/// Names this thread's track ("dispatcher", "rpc queue"). Thread: the thread itself. Never throws.
+void name_thread(std::string_view name) noexcept;
 
 /// A span on this thread: begin now, end when destroyed. Does nothing while tracing is off.
 class Span {

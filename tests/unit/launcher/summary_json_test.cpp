@@ -129,3 +129,18 @@ TEST_CASE("summary json: the workers' folder goes with the launcher", "[summary]
   }
   CHECK_FALSE(std::ifstream(file).good());
 }
+
+TEST_CASE("summary json: a worker's stderr that is not UTF-8 is written, its bad bytes replaced", "[summary]") {
+  WorkerStatsFolder stats;
+  Report report;
+  report.failure = ditask::launcher::Failure{0, 100, 0, exited(1), {"ok", "bad \xff\xfe bytes"}, ""};
+  report.cause = ditask::launcher::StopCause::failure;
+  report.stopping = true;
+  const std::string path = stats.file_for(99, 0) + ".summary";
+  ditask::launcher::write_summary_json(path, ditask::launcher::summary_json(report, plan_of(1), 0.5, stats));
+  std::ifstream in(path);
+  const auto back = nlohmann::json::parse(in);
+  CHECK(back.at("failure").at("last_stderr").at(0) == "ok");
+  CHECK(back.at("failure").at("last_stderr").at(1) == "bad \xEF\xBF\xBD\xEF\xBF\xBD bytes");  // U+FFFD twice
+  CHECK_FALSE(std::ifstream(path + ".tmp").good());
+}

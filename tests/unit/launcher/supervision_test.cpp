@@ -405,3 +405,17 @@ TEST_CASE("supervision: an exited worker is not signalled while its output drain
   CHECK(job.finished);
   CHECK(job.rules.exit_code() == 5);
 }
+
+TEST_CASE("supervision: a restart the stop cancelled is not counted in the report", "[supervision]") {
+  Job job(2, recovering(3, 1000ms));
+  job.rules.start();
+  job.end(1, exited(1));  // its restart waits 1 s
+  job.rules.on_stop_signal(SIGTERM);
+  job.end(0, killed(SIGTERM));
+  REQUIRE(job.finished);
+  const auto& workers = job.rules.report().workers;
+  REQUIRE(workers.size() == 2);
+  CHECK(workers[1].attempt == 0);  // attempt 1 never ran
+  REQUIRE(workers[1].ended.size() == 1);
+  CHECK(workers[1].ended[0].status == exited(1));
+}
