@@ -67,6 +67,10 @@ void chaos_receive(ditask::Task& task, const std::string& dir, ChaosReceiver& se
   ChaosRecord* record = self.record;
   std::mutex& mutex = self.mutex;
   Shared<bool>& ended = self.ended;
+  // READY before the tick handler exists: its STREAMING (which the test waits for before it reads
+  // this line) can only come after. Printed later, a tick that arrives live between on() and the
+  // print could make this thread lose the race on a busy machine (a clean-clone run did).
+  say("READY", "attempt=" + std::to_string(attempt()) + " pid=" + std::to_string(::getpid()));
   task.on("tick", [&task, record, &mutex](std::int64_t number) {
     bool streaming = false;
     {
@@ -98,9 +102,6 @@ void chaos_receive(ditask::Task& task, const std::string& dir, ChaosReceiver& se
     }
     ended.update([](bool& e) { e = true; });
   });
-  // READY before ready(): the ticks kept since start() are handled the moment ready() returns,
-  // and their STREAMING (which the test waits for before it reads this line) must come after it.
-  say("READY", "attempt=" + std::to_string(attempt()) + " pid=" + std::to_string(::getpid()));
   task.ready();
   ended.wait([](bool e) { return e; }, "node 0's end", std::chrono::minutes(10));
   task.emit_to_node(0, "end_ack");

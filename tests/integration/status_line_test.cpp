@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 // --status: the live status line as a person sees it, on a terminal that tmux provides (its
 // screen read back with capture-pane), and its absence when stderr is a pipe.
+#include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -106,6 +110,13 @@ TEST_CASE("status line: shown at the bottom of a terminal below the workers' out
   if (code != 0) {
     DITASK_SKIP("tmux is not installed (Debian package tmux)");
   }
+  // tmux needs a pseudo-terminal; a chroot or container without devpts has none.
+  const int pty = ::posix_openpt(O_RDWR | O_NOCTTY);
+  if (pty < 0) {
+    DITASK_SKIP(std::string("no pseudo-terminal can be opened here (posix_openpt: ") + std::strerror(errno) +
+                "; mount devpts on /dev/pts)");
+  }
+  ::close(pty);
   TempDir dir;
   const std::string pid_file = dir.file("pid");
   Tmux tmux;
