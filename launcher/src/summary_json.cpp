@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "ditask/error.hpp"
+#include "ditask/runtime/replace_file.hpp"
 #include "ditask/launcher/group_signal.hpp"
 
 namespace ditask::launcher {
@@ -206,23 +207,9 @@ void check_output_file(const std::string& flag, const std::string& path) {
 }
 
 void write_summary_json(const std::string& path, const json& summary) {
-  const std::string temporary = path + ".tmp";
   // A worker's stderr lines may be any bytes: what is not UTF-8 becomes U+FFFD, never an exception.
   const std::string text = summary.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw Error("cannot write the summary to '" + temporary + "'");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(temporary.c_str());
-    throw Error("cannot write the summary to '" + path + "': " + why);
-  }
+  detail::replace_file(path, "the summary", [&](std::ofstream& out) { out << text; });
 }
 
 }  // namespace ditask::launcher

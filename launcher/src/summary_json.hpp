@@ -51,7 +51,7 @@ std::string summary_path(const std::string& pattern, const Plan& plan);
 void check_output_file(const std::string& flag, const std::string& path);
 
 /// Writes `summary` to `path` through a temporary file and a rename (a reader never sees half a
-/// file). Errors: ditask::Error.
+/// file). Errors: std::runtime_error.
 void write_summary_json(const std::string& path, const nlohmann::ordered_json& summary);
 
 }  // namespace ditask::launcher

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -12,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ditask/runtime/log.hpp"
+#include "ditask/runtime/replace_file.hpp"
 #include "ditask/task.hpp"
 #include "internal_access.hpp"
 #include "rpc/rpc_engine.hpp"
@@ -32,16 +32,21 @@ FinishedRuns& finished_runs() {
 std::mutex g_write_mutex;        // one writer at a time: the periodic thread, the exit, SIGTERM
 bool g_final_written = false;    // guarded by g_write_mutex
 
+/// Adds each call counter of `from` to `to` (plain or atomic counters).
+template <typename To, typename From>
+void add_call_counts(To& to, const From& from) noexcept {
+  to.calls += from.calls;
+  to.answered += from.answered;
+  to.failed += from.failed;
+  to.timed_out += from.timed_out;
+  to.late_replies += from.late_replies;
+  to.served += from.served;
+}
+
 }  // namespace
 
 void add_finished_rpc_run(const RpcStats& stats) noexcept {
-  auto& runs = finished_runs();
-  runs.calls += stats.calls;
-  runs.answered += stats.answered;
-  runs.failed += stats.failed;
-  runs.timed_out += stats.timed_out;
-  runs.late_replies += stats.late_replies;
-  runs.served += stats.served;
+  add_call_counts(finished_runs(), stats);
 }
 
 RpcStats worker_rpc_totals() {
@@ -49,13 +54,7 @@ RpcStats worker_rpc_totals() {
   if (auto engine = current_rpc_engine()) {
     total = engine->stats();
   }
-  const auto& runs = finished_runs();
-  total.calls += runs.calls;
-  total.answered += runs.answered;
-  total.failed += runs.failed;
-  total.timed_out += runs.timed_out;
-  total.late_replies += runs.late_replies;
-  total.served += runs.served;
+  add_call_counts(total, finished_runs());
   return total;
 }
 
@@ -89,18 +88,7 @@ void write_worker_stats(const TransportStats& transport, bool final) noexcept {
     // The periodic writes (the status line) go to a file of their own: the file the summary reads
     // holds only what the worker wrote at its end, so a worker that died has no counters there.
     const std::string target = final ? std::string(path) : std::string(path) + ".live";
-    const std::string temporary = target + ".tmp";
-    {
-      std::ofstream out(temporary, std::ios::trunc);
-      out << stats.dump() << '\n';
-      out.close();
-      if (!out) {
-        throw std::runtime_error("cannot write '" + temporary + "'");
-      }
-    }
-    if (std::rename(temporary.c_str(), target.c_str()) != 0) {
-      throw std::runtime_error("cannot rename '" + temporary + "' to '" + target + "'");
-    }
+    replace_file(target, "the counters", [&](std::ofstream& out) { out << stats.dump() << '\n'; });
   } catch (const std::exception& e) {
     static bool warned = false;  // a periodic write that fails would fail every time
     if (final || !warned) {

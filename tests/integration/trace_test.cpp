@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "ditask/runtime/trace_part.hpp"
 #include "run_ditask.hpp"
 
 using namespace std::chrono_literals;
@@ -153,15 +154,12 @@ TEST_CASE("trace: a worker killed without warning still contributes what it reco
   // Wait (bounded) until the flusher wrote node 1's 25 handler spans to its part.
   auto flushed = [&] {
     for (const auto& folder : std::filesystem::directory_iterator(dir.path())) {
-      std::ifstream part(folder.path() / "node_1.attempt_0.trace");
-      std::string line;
       int ticks = 0;
-      while (std::getline(part, line)) {
-        ticks += line.find("\"ph\":\"E\"") == std::string::npos && line.find("\"name\":\"tick\"") != std::string::npos &&
-                         line.find("\"ph\":\"B\"") != std::string::npos
-                     ? 1
-                     : 0;
-      }
+      ditask::detail::trace::part_to_json((folder.path() / "node_1.attempt_0.trace").string(), {},
+                                          [&](const std::string& line) {
+                                            const json e = json::parse(line);
+                                            ticks += e.at("ph") == "B" && e.value("name", "") == "tick" ? 1 : 0;
+                                          });
       if (ticks == 25) {
         return true;
       }
@@ -191,4 +189,44 @@ TEST_CASE("trace: a worker killed without warning still contributes what it reco
   }
   CHECK(ticks == 25);   // what node 1 recorded before its last flush
   CHECK(killed == 1);   // and the launcher's account of its end
+}
+
+TEST_CASE("trace: a restarted worker's attempts have tracks of their own, named by attempt",
+          "[integration][trace]") {
+  TempDir dir;
+  const std::string path = dir.file("run.json");
+  auto r = run_ditask(faults("fail_first_attempt", 2,
+                             {"--auto-recover", "--restart-backoff", "0", "--trace", path}),
+                      60s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(path);
+  const json trace = json::parse(in);
+  std::map<std::int64_t, std::string> node0_threads;  // tid -> track name
+  std::set<std::int64_t> node0_used;
+  int starts = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("pid") != 0) {
+      continue;
+    }
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") {
+      INFO("thread " << e.at("tid") << " named twice");
+      CHECK(node0_threads.emplace(e.at("tid"), e.at("args").at("name")).second);
+    } else if (e.at("ph") != "M") {
+      node0_used.insert(e.at("tid").get<std::int64_t>());
+      starts += e.value("name", "").rfind("start (attempt ", 0) == 0 ? 1 : 0;
+    }
+  }
+  CHECK(starts == 2);
+  int first = 0;
+  int second = 0;
+  for (const auto& [tid, name] : node0_threads) {
+    first += name.rfind("entry ", 0) == 0 && name.find("(attempt") == std::string::npos ? 1 : 0;
+    second += name.rfind("entry ", 0) == 0 && name.find(" (attempt 1)") != std::string::npos ? 1 : 0;
+  }
+  CHECK(first == 1);   // attempt 0's entry thread
+  CHECK(second == 1);  // attempt 1's, on a track of its own
+  for (const auto tid : node0_used) {
+    CHECK(node0_threads.count(tid) == 1);  // every track used is named
+  }
 }

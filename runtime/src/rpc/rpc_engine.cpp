@@ -150,9 +150,7 @@ OutgoingCall RpcEngine::begin(const Callee& to, std::string_view display) {
   }
   call.id = next_id_++;
   if (trace::on()) {  // --trace: the call in flight (async, calls overlap) and the arrow to its callee
-    const auto id = trace::call_id(self_.node, call.id);
-    trace::record(trace::Phase::async_begin, trace::Category::rpc, std::string_view(impl.function), id, node);
-    trace::record(trace::Phase::flow_start, trace::Category::rpc, std::string_view("call"), id, node);
+    trace::record_call_start(impl.function, trace::call_id(self_.node, call.id), node);
   }
   Pending& p = pending_[call.id];
   p.state = call.state;

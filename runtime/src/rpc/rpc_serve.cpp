@@ -173,11 +173,8 @@ void RpcEngine::serve(Served& call, bool last) {
   }
   const auto began = std::chrono::steady_clock::now();
   const auto& h = call.header;
-  const trace::Span span(trace::Category::rpc, h.function, call.caller);  // --trace: its run here
-  if (trace::on()) {
-    trace::record(trace::Phase::flow_end, trace::Category::rpc, std::string_view("call"), trace::call_id(call.caller, h.id),
-                  call.caller);
-  }
+  // --trace: its run here, where the arrow from its caller ends.
+  const trace::Span span(trace::Category::rpc, h.function, call.caller, trace::call_id(call.caller, h.id));
   const std::string where = "node " + std::to_string(self_.node);
   try {
     if (queues_.stopping()) {

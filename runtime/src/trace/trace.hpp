@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The worker's side of `ditask --trace`: spans and instants recorded into a bounded ring per
 // thread (no lock, no allocation per record once a thread and an event name were seen), drained
-// every 250 ms by a flusher thread into the file the launcher named in DITASK_TRACE_FILE, as
-// Chrome trace-event JSON lines the launcher merges. Off (one relaxed atomic load per hook) unless
-// that variable is set.
+// every 250 ms by a flusher thread into the file the launcher named in DITASK_TRACE_FILE, as raw
+// records (ditask/runtime/trace_part.hpp) the launcher formats and merges after the job. Off (one
+// relaxed atomic load per hook) unless that variable is set.
 #pragma once
 
 #include <atomic>
@@ -12,14 +12,9 @@
 #include <string_view>
 
 #include "../periodic_thread.hpp"
+#include "ditask/runtime/trace_part.hpp"
 
 namespace ditask::detail::trace {
-
-/// What a record is, as Chrome's trace-event format names it ("ph").
-enum class Phase : std::uint8_t { begin, end, instant, async_begin, async_end, flow_start, flow_end };
-
-/// The record's category ("cat"), one per runtime layer.
-enum class Category : std::uint8_t { task, event, rpc, group, mesh };
 
 extern std::atomic<bool> g_on;
 
@@ -36,6 +31,10 @@ void record(Phase phase, Category category, std::uint32_t name, std::uint64_t id
 /// the clock read, so a thread that records faster than the flusher drains pays little.
 void record(Phase phase, Category category, std::string_view name, std::uint64_t id = 0, std::int64_t arg = -1) noexcept;
 
+/// Records a call leaving for `callee`: its span in flight (async begin, named by `function`) and
+/// the start of its arrow to the callee ("call"), with one clock read. Thread: the caller's.
+void record_call_start(std::string_view function, std::uint64_t id, std::int64_t callee) noexcept;
+
 /// Names this thread's track ("dispatcher", "rpc queue"). Thread: the thread itself. Never throws.
 void name_thread(std::string_view name) noexcept;
 
@@ -43,11 +42,15 @@ void name_thread(std::string_view name) noexcept;
 class Span {
  public:
   Span(Category category, std::string_view name, std::int64_t arg = -1) noexcept;
+  /// The same, also ending the arrow `flow_in` ("call") inside it: a served call, with one clock read.
+  Span(Category category, std::string_view name, std::int64_t arg, std::uint64_t flow_in) noexcept;
   ~Span();
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
 
  private:
+  void begin(std::string_view name, std::int64_t arg, const std::uint64_t* flow_in) noexcept;
+
   bool active_;
   Category category_;
   std::uint32_t name_ = 0;
