@@ -76,7 +76,8 @@
 #
 # trace (scripts/bench_trace.sh): what `ditask --trace` costs: the 64-byte event rate and round
 # trip and calls/s at 64 and 1 in flight, each without and with --trace, interleaved, --runs
-# (default 5), medians and the ratio on/off. Target: each at most 10% worse with --trace.
+# (default 7), on both cores and on one (taskset -c 0), medians and the ratio on/off, and the
+# workers' CPU time for the same work. Target: each at most 10% worse with --trace.
 #
 # rl: the RL examples' episodes and wall time to solve (scripts/bench_rl.sh; its own options).
 #
@@ -118,7 +119,7 @@ elif [[ $MODE == scale ]]; then
   RUNS=1
   WORKERS=(32 128 512)
 elif [[ $MODE == trace ]]; then
-  RUNS=5
+  RUNS=7
   WORKERS=(8 32)
 else
   RUNS=3
