@@ -28,6 +28,15 @@ std::vector<nlohmann::json> lines_of(const std::string& path) {
   return out;
 }
 
+/// Runs `body` inside a trace session that writes its part to `path`.
+template <typename Body>
+void traced(const std::string& path, Body body) {
+  ::setenv("DITASK_TRACE_FILE", path.c_str(), 1);
+  const ditask::detail::trace::Session session;
+  ::unsetenv("DITASK_TRACE_FILE");
+  body();
+}
+
 }  // namespace
 
 TEST_CASE("trace: a session writes every record or counts it as dropped, with named tracks and escaped names",
@@ -35,11 +44,8 @@ TEST_CASE("trace: a session writes every record or counts it as dropped, with na
   namespace trace = ditask::detail::trace;
   ditask::test::TempDir dir;
   const std::string path = dir.file("part.trace");
-  ::setenv("DITASK_TRACE_FILE", path.c_str(), 1);
   constexpr int kInstants = 100'000;  // more than a ring holds: some may be dropped, none lost silently
-  {
-    trace::Session session;
-    ::unsetenv("DITASK_TRACE_FILE");
+  traced(path, [] {
     REQUIRE(trace::on());
     std::thread other([] {
       trace::name_thread("worker");
@@ -50,7 +56,7 @@ TEST_CASE("trace: a session writes every record or counts it as dropped, with na
     for (int i = 0; i < kInstants; ++i) {
       trace::record(trace::Phase::instant, trace::Category::event, name);
     }
-  }
+  });
   CHECK_FALSE(trace::on());
   const auto lines = lines_of(path);
   long ticks = 0;
@@ -95,18 +101,15 @@ TEST_CASE("trace: a thread named after its first records were flushed keeps its 
   namespace trace = ditask::detail::trace;
   ditask::test::TempDir dir;
   const std::string path = dir.file("part.trace");
-  ::setenv("DITASK_TRACE_FILE", path.c_str(), 1);
-  {
-    trace::Session session;
-    ::unsetenv("DITASK_TRACE_FILE");
+  traced(path, [] {
     std::thread other([] {
       trace::record(trace::Phase::instant, trace::Category::task, "before");
-      trace::flush_now();  // the track is told as "thread N"...
+      trace::flush_now();          // the track is told as "thread N"...
       trace::name_thread("late");  // ...then named
       trace::record(trace::Phase::instant, trace::Category::task, "after");
     });
     other.join();
-  }
+  });
   std::map<std::int64_t, std::string> names;
   std::int64_t tid_of_after = -1;
   for (const auto& e : lines_of(path)) {
@@ -126,14 +129,11 @@ TEST_CASE("trace: a part cut by a crash keeps its whole records, and names that 
   namespace trace = ditask::detail::trace;
   ditask::test::TempDir dir;
   const std::string path = dir.file("part.trace");
-  ::setenv("DITASK_TRACE_FILE", path.c_str(), 1);
-  {
-    trace::Session session;
-    ::unsetenv("DITASK_TRACE_FILE");
+  traced(path, [] {
     for (int i = 0; i < 100; ++i) {
       trace::record(trace::Phase::instant, trace::Category::event, "bad \xff name");
     }
-  }
+  });
   const auto whole = lines_of(path);
   REQUIRE(whole.size() == 101);  // 100 instants, the entry thread's name
   CHECK(whole.front().at("name") == "bad \xef\xbf\xbd name");
