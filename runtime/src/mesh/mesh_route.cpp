@@ -236,10 +236,12 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   // when the link is idle; the io thread batches the rest.
   const bool write_here = (!links.empty() || !channels.empty()) && take_inline_write();
   const auto sender = static_cast<std::uint64_t>(settings_.node_id);
+  // To one node (or the hub on its way): a link that closed meanwhile is an error, as an away peer.
+  const std::optional<std::int64_t> to_node = target.node && *target.node != settings_.node_id ? target.node : std::nullopt;
   if (channels.empty()) {
-    group_.send_on(links, out, event, sender, flags, deadline, write_here);
+    group_.send_on(links, out, event, sender, flags, deadline, write_here, to_node);
   } else {
-    group_.send_on(channels, out, event, sender, flags, deadline, write_here);
+    group_.send_on(channels, out, event, sender, flags, deadline, write_here, to_node);
   }
   if (to_self) {
     RemoteEvent e;

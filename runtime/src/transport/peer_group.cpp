@@ -24,6 +24,12 @@ Error frame_too_large(std::string_view event, std::size_t size, std::size_t limi
                "send smaller events or raise --max-frame-bytes on the receiving workers");
 }
 
+Error left_just_now(std::string_view event, std::int64_t node, const std::string& whom) {
+  return Error("event '" + std::string(event) + "' not sent: node " + std::to_string(node) + " left just now (" +
+                   whom + " closed)",
+               "a restarted worker gets what is emitted after its hello: wait for ditask.peer_joined to send again");
+}
+
 bool interested(const std::optional<std::set<std::string>>& interest, const std::vector<std::string>& always,
                 std::string_view name) {
   if (!interest) {

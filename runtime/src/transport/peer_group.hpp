@@ -43,6 +43,10 @@ std::shared_ptr<const EventMeta> sender_meta(const PeerRecord& peer, std::string
 /// --max-frame-bytes, else the peer that would refuse it).
 Error frame_too_large(std::string_view event, std::size_t size, std::size_t limit, const std::string& whom = {});
 
+/// The error of an event for node `node` whose link closed after the send chose it: nothing was
+/// sent, as for a peer that is away.
+Error left_just_now(std::string_view event, std::int64_t node, const std::string& whom);
+
 /// Whether a peer whose task handles `interest` (nullopt: everything) is sent event `name`: the
 /// names in `always` (a trailing '.' makes a prefix) are sent to every peer. The task layer
 /// declares them (NodeSettings::always_wanted); a transport does not know event names.
@@ -185,7 +189,7 @@ class PeerGroup {
       channels = route_and_hold_locked(lock, changed, target, target.node, false, {}, event, size,
                                        [&] { return HeldEvent{out.body(), sender, 0}; }, deadline);
     }
-    return send_on(channels, out, event, sender, 0, deadline, false);
+    return send_on(channels, out, event, sender, 0, deadline, false, target.node);
   }
 
   /// A peer joined over `channel` (`join` is what table().join() returned): on its first join
@@ -213,12 +217,14 @@ class PeerGroup {
 
   /// Hands `out` to each of `channels` (pointers or handles to a Channel) and counts what each
   /// did: sent, dropped (logged the first and every 1000th time), lost (the peer just left) or
-  /// unhandled (the peer has no handler for it). Returns how many queued it. Errors:
-  /// send_timed_out() when a channel's queue stayed full until `deadline` (the channels before it
-  /// have the event).
+  /// unhandled (the peer has no handler for it). Returns how many queued it. For an event to one
+  /// node (`to_node`: its only channel) a peer that just left is an error instead, as one that is
+  /// away: nothing was sent, and the emitter knows. Errors: send_timed_out() when a channel's
+  /// queue stayed full until `deadline` (the channels before it have the event); left_just_now().
   template <class Range>
   std::size_t send_on(const Range& channels, OutgoingEvent& out, std::string_view event, std::uint64_t sender,
-                      std::uint16_t flags, Deadline& deadline, bool write_here) {
+                      std::uint16_t flags, Deadline& deadline, bool write_here,
+                      std::optional<std::int64_t> to_node = std::nullopt) {
     std::size_t queued = 0;
     for (const auto& c : channels) {
       auto& channel = *c;  // its own type: a final channel's calls are not virtual
@@ -231,6 +237,9 @@ class PeerGroup {
           count_dropped(event, channel.peer(), "its send queue is full");
           break;
         case SendResult::closed:
+          if (to_node) {
+            throw left_just_now(event, *to_node, channel.peer());
+          }
           ++counters_.lost;
           DITASK_LOG(debug, transport_) << "event '" << event << "' not sent: " << channel.peer() << " just left";
           break;

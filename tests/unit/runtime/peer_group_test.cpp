@@ -368,3 +368,25 @@ TEST_CASE("peer group: each channel's answer to a send is counted once, and a fu
   CHECK_THAT(error_of([&] { Group::check_frame_limits(one, "e", 17); }).what(),
              Catch::StartsWith("event 'e' is 17 bytes") && Catch::Contains("node 1"));
 }
+
+TEST_CASE("peer group: an event to one node whose link closed after it was chosen is an error, not a silent loss",
+          "[unit][peer-group]") {
+  using ditask::detail::SendResult;
+  using Group = ditask::detail::PeerGroup<NumberedTraits>;
+  auto s = node(0);
+  ditask::detail::TransportCounters counters;
+  Group group(s, "test", counters, std::nullopt);
+  ScriptedChannel left("node 3", SendResult::closed);
+  const std::string payload = "abc";
+  ditask::detail::OutgoingEvent out("task.tick", std::span(reinterpret_cast<const std::uint8_t*>(payload.data()), 3));
+  ditask::detail::Deadline deadline(s.send_timeout);
+  std::vector<ScriptedChannel*> one{&left};
+  // emit_to_node(3, ...): as for a node that is away, the emitter learns nothing was sent.
+  const auto e = error_of([&] { group.send_on(one, out, "tick", 0, 1, deadline, false, std::int64_t{3}); });
+  CHECK(std::string(e.what()) == "event 'tick' not sent: node 3 left just now (node 3 closed)");
+  CHECK(e.hint() == "a restarted worker gets what is emitted after its hello: wait for ditask.peer_joined to send again");
+  CHECK(counters.lost == 0);  // not sent, so not lost either
+  // A broadcast goes on to the others: the one that just left counts it lost.
+  CHECK(group.send_on(one, out, "tick", 0, 0, deadline, false) == 0);
+  CHECK(counters.lost == 1);
+}
