@@ -191,9 +191,15 @@ TEST_CASE("summary JSON: keeps every attempt of a restarted worker, and the coun
       INFO("node " << w.at("node_id"));
       CHECK(w.at("outcome") == "stopped");
       REQUIRE(w.at("events").is_object());
-      CHECK(w.at("events").at("lost") == 0);
       CHECK(w.at("events").at("dropped") == 0);
       if (w.at("node_id") == 0) {
+        // A receiver stopped before its acknowledgement went (it rides within 100 ms) leaves its
+        // ticks counted lost by node 0: the summary says what node 0's warnings said.
+        std::int64_t warned = 0;
+        for (const auto& line : lines_with(r.err, " events sent to it were not acknowledged")) {
+          warned += std::stol(line.substr(line.rfind("); ") + 3));
+        }
+        CHECK(w.at("events").at("lost") == warned);
         CHECK(w.at("events").at("sent").get<std::int64_t>() >= 2 * 25);  // to each of two peers
       } else {
         CHECK(w.at("events").at("received").get<std::int64_t>() >= 25);
