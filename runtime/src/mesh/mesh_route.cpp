@@ -237,7 +237,7 @@ void Mesh::send_payload(const SendTarget& target, std::string_view event, std::s
   const bool write_here = (!links.empty() || !channels.empty()) && take_inline_write();
   const auto sender = static_cast<std::uint64_t>(settings_.node_id);
   // To one node (or the hub on its way): a link that closed meanwhile is an error, as an away peer.
-  const std::optional<std::int64_t> to_node = target.node && *target.node != settings_.node_id ? target.node : std::nullopt;
+  const std::int64_t to_node = target.node && *target.node != settings_.node_id ? *target.node : -1;
   if (channels.empty()) {
     group_.send_on(links, out, event, sender, flags, deadline, write_here, to_node);
   } else {

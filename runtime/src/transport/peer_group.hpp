@@ -189,7 +189,7 @@ class PeerGroup {
       channels = route_and_hold_locked(lock, changed, target, target.node, false, {}, event, size,
                                        [&] { return HeldEvent{out.body(), sender, 0}; }, deadline);
     }
-    return send_on(channels, out, event, sender, 0, deadline, false, target.node);
+    return send_on(channels, out, event, sender, 0, deadline, false, target.node.value_or(-1));
   }
 
   /// A peer joined over `channel` (`join` is what table().join() returned): on its first join
@@ -218,13 +218,13 @@ class PeerGroup {
   /// Hands `out` to each of `channels` (pointers or handles to a Channel) and counts what each
   /// did: sent, dropped (logged the first and every 1000th time), lost (the peer just left) or
   /// unhandled (the peer has no handler for it). Returns how many queued it. For an event to one
-  /// node (`to_node`: its only channel) a peer that just left is an error instead, as one that is
-  /// away: nothing was sent, and the emitter knows. Errors: send_timed_out() when a channel's
-  /// queue stayed full until `deadline` (the channels before it have the event); left_just_now().
+  /// node (`to_node` >= 0: its only channel) a peer that just left is an error instead, as one
+  /// that is away: nothing was sent, and the emitter knows. Errors: send_timed_out() when a
+  /// channel's queue stayed full until `deadline` (the channels before it have the event);
+  /// left_just_now().
   template <class Range>
   std::size_t send_on(const Range& channels, OutgoingEvent& out, std::string_view event, std::uint64_t sender,
-                      std::uint16_t flags, Deadline& deadline, bool write_here,
-                      std::optional<std::int64_t> to_node = std::nullopt) {
+                      std::uint16_t flags, Deadline& deadline, bool write_here, std::int64_t to_node = -1) {
     std::size_t queued = 0;
     for (const auto& c : channels) {
       auto& channel = *c;  // its own type: a final channel's calls are not virtual
@@ -237,8 +237,8 @@ class PeerGroup {
           count_dropped(event, channel.peer(), "its send queue is full");
           break;
         case SendResult::closed:
-          if (to_node) {
-            throw left_just_now(event, *to_node, channel.peer());
+          if (to_node >= 0) {
+            throw left_just_now(event, to_node, channel.peer());
           }
           ++counters_.lost;
           DITASK_LOG(debug, transport_) << "event '" << event << "' not sent: " << channel.peer() << " just left";
