@@ -192,10 +192,6 @@ std::uint32_t call_name() {
   return id;
 }
 
-}  // namespace
-
-namespace {
-
 /// Records one event whose name id `name_of()` gives, looked up only when the ring has room.
 template <typename NameOf>
 void record_if_room(Phase phase, Category category, NameOf name_of, std::uint64_t id,

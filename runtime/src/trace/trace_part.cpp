@@ -54,13 +54,9 @@ std::string json_text(std::string_view text) {
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void append_number(std::string& out, std::uint64_t value) {
-  char digits[24];
-  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
-  out.append(digits, end);
-}
-
-void append_signed(std::string& out, std::int64_t value) {
+/// `value` in decimal.
+template <typename Integer>
+void append_number(std::string& out, Integer value) {
   char digits[24];
   const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
   out.append(digits, end);
@@ -72,9 +68,9 @@ void append_head(std::string& out, const char* ph, std::int64_t pid, std::int64_
   out += "{\"ph\":\"";
   out += ph;
   out += "\",\"pid\":";
-  append_signed(out, pid);
+  append_number(out, pid);
   out += ",\"tid\":";
-  append_signed(out, tid);
+  append_number(out, tid);
   out += ",\"ts\":";
   append_number(out, ts_ns / 1000);
   out += '.';
@@ -210,7 +206,7 @@ class PartReader {
     }
     if (r.arg >= 0 && r.phase != Phase::end) {
       line_ += ",\"args\":{\"peer\":";
-      append_signed(line_, r.arg);
+      append_number(line_, r.arg);
       line_ += '}';
     }
     line_ += '}';
