@@ -66,6 +66,7 @@ _slug() {
   s="${s//[^a-z0-9]/-}"
   while [[ "$s" == *--* ]]; do s="${s//--/-}"; done
   s="${s#-}"
+  s="${s:0:100}" # a file name has at most 255 bytes; a long package list must not reach it
   echo "${s%-}"
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli.hpp"
+#include "python_worker.hpp"
 #include "ditask/error.hpp"
 #include "ditask/launcher/launch.hpp"
 #include "ditask/launcher/worker_guard.hpp"
@@ -46,6 +47,31 @@ void handle_signals_as_pid_1() {
   }
 }
 
+// How the workers start: `ditask --worker` for a C++ module, python3 for a Python package (a
+// path to one, or a module name no C++ module has). Probes the package first.
+ditask::launcher::WorkerCommand package_command(ditask::launcher::Options& options, const std::string& exe) {
+  namespace dl = ditask::launcher;
+  bool found = true;
+  if (ditask::app::is_python_path(options.package)) {
+    return ditask::app::python_command(options.package, options.main, exe, found);
+  }
+  try {
+    options.package = ditask::detail::worker_entry_points().resolve_package(options.package, plugins_dir(exe));
+  } catch (const ditask::Error&) {
+    std::string name = options.package;
+    if (name.find('/') != std::string::npos || name.find(".so") != std::string::npos) {
+      throw;
+    }
+    auto command = ditask::app::python_command(name, options.main, exe, found);
+    if (!found) {
+      throw;  // neither a C++ module nor a Python one: the C++ lookup's message says where it looked
+    }
+    return command;
+  }
+  dl::probe_package(options);
+  return dl::WorkerCommand{exe, {"--worker", "--"}};
+}
+
 int run(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode != "--worker" && mode != "--probe") {
@@ -71,9 +97,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   const std::string exe = self_exe();
-  options.package = ditask::detail::worker_entry_points().resolve_package(options.package, plugins_dir(exe));
-  dl::probe_package(options);
-  dl::WorkerCommand command{exe, {"--worker", "--"}};
+  dl::WorkerCommand command = package_command(options, exe);
   command.args.insert(command.args.end(), options.module_args.begin(), options.module_args.end());
   return dl::launch(options, command);
 }

@@ -166,6 +166,8 @@ void Task::start_locked(StartOptions options, std::shared_ptr<detail::EventBus> 
 
 void Task::stop() noexcept { stop_as(std::uncaught_exceptions() > 0); }
 
+void Task::stop(bool failed) noexcept { stop_as(failed); }
+
 void Task::stop_as(bool failing) noexcept {
   std::shared_ptr<detail::Transport> transport;
   std::shared_ptr<detail::RpcEngine> rpc;

@@ -63,6 +63,9 @@ class DITASK_API Task {
   /// "failed" while an exception unwinds the stack (e.g. from the guard's destructor), else
   /// "ok". Idempotent. Thread: not from a handler or middleware.
   void stop() noexcept;
+  /// Like stop(), with the finish reason given instead of guessed: "failed" when `failed` (for
+  /// bindings whose errors are not C++ exceptions, such as Python's `with task.start():`).
+  void stop(bool failed) noexcept;
   /// True between start() and stop().
   bool running() const noexcept;
   /// True when started with async_mode.

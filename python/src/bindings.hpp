@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// The parts of the extension module ditask._ditask, one function per file that fills them in.
+#pragma once
+
+#include <string>
+
+#include <pybind11/pybind11.h>
+
+namespace ditask::python {
+
+namespace py = pybind11;
+
+/// task(): start/stop, events, labels, roles, finish (task_bindings.cpp).
+void bind_task(py::module_& m);
+/// task().router() (task_bindings.cpp).
+void bind_router(py::module_& m);
+/// Worker mode and Parallel.runner (worker_bindings.cpp).
+void bind_worker(py::module_& m);
+
+/// True when values of `event` may be pickled (ditask.allow_pickle). Thread: with the GIL held.
+bool pickle_allowed(const std::string& event);
+/// Lets values of `event` travel pickled (ditask.allow_pickle). Thread: with the GIL held.
+void allow_pickle(const std::string& event);
+
+/// A Python exception as one line, "<Type>: <message>", after writing its traceback to
+/// sys.stderr (as Python prints it: the caller's error line comes last). Thread: GIL held.
+std::string describe(py::error_already_set& error);
+
+/// A Python callable that may be dropped on any thread: its last owner takes the GIL to release
+/// it (no-op once the interpreter is gone).
+class PyCallable {
+ public:
+  explicit PyCallable(py::object fn) : fn_(std::move(fn)) {}
+  PyCallable(const PyCallable&) = delete;
+  PyCallable& operator=(const PyCallable&) = delete;
+  ~PyCallable();
+  /// The callable; use with the GIL held.
+  const py::object& fn() const { return fn_; }
+
+ private:
+  py::object fn_;
+};
+
+}  // namespace ditask::python

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// Python values <-> the runtime's JSON arguments (docs/python.md "Types across languages").
+#pragma once
+
+#include <string>
+
+#include <pybind11/pybind11.h>
+#include <ditask/event_args.hpp>
+
+namespace ditask::python {
+
+namespace py = pybind11;
+
+/// The MessagePack ext subtype of a pickled Python object (only for events that allow it).
+inline constexpr std::uint8_t kPickleSubtype = 0x70;
+/// The subtype of an array: the same bytes as ditask::torch's tensors ("DTT1", dtype, shape).
+inline constexpr std::uint8_t kArraySubtype = 0x74;
+
+/// `value` as one JSON argument of `event`. None, bool, int, float, str, bytes, lists, tuples and
+/// dicts with str keys travel as themselves, NumPy arrays as their raw bytes with dtype and shape.
+/// Anything else is pickled when `pickle` is true. Errors: ditask::Error naming the type, the
+/// place in the argument and the event, with a hint.
+json to_json(py::handle value, const std::string& event, bool pickle);
+/// One JSON argument as a Python value; an array becomes a NumPy array (NumPy imported then), a
+/// pickled value is unpickled only when `pickle` is true. Errors: ditask::Error.
+py::object to_python(const json& value, const std::string& event, bool pickle);
+
+/// Positional and named arguments as EventArgs. Errors: as to_json.
+EventArgs to_event_args(const py::tuple& args, const py::dict& kwargs, const std::string& event, bool pickle);
+/// EventArgs as (tuple, dict). Errors: as to_python.
+std::pair<py::tuple, py::dict> to_python_args(const EventArgs& args, const std::string& event, bool pickle);
+
+}  // namespace ditask::python

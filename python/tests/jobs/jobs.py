@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: MIT
+"""Entries the job tests run with `ditask --package jobs.py --main jobs.<entry>`."""
+import os
+import sys
+
+import numpy as np
+
+from ditask import allow_pickle, task
+
+COUNT = 200
+
+
+class Point:
+    def __init__(self, x):
+        self.x = x
+
+
+def emit_remote():
+    """Node 1 sends COUNT numbered events only_remote; node 0 must get each once, in order."""
+    with task.start():
+        if task.router.node_id == 0:
+            seen = []
+            done = task.waiter("done")
+            task.on("greeting", seen.append)
+            done.wait(60)
+            task.sync()
+            assert seen == list(range(COUNT)), seen[:20]
+            print("node 0 got %d in order" % len(seen), flush=True)
+        else:
+            own = []
+            task.on("greeting", own.append)
+            for i in range(COUNT):
+                task.emit("greeting", i, only_remote=True)
+            task.emit("done", only_remote=True)
+            task.sync()
+            assert own == [], "a remote emit reached its own node"
+
+
+VALUES = [None, True, -7, 2**63 + 5, 1.5, "text", b"\x00\xffbytes", [1, [2, "x"]], {"k": {"n": None}}]
+
+
+def types():
+    """Every plain type and NumPy arrays cross the wire unchanged; objects only when pickling is allowed."""
+    allow_pickle("point")
+    with task.start():
+        if task.router.node_id == 0:
+            args, kwargs = task.wait_for("values", timeout=60)
+            assert list(args) == VALUES and kwargs == {"named": [1.0]}, (args, kwargs)
+            (array, empty), _ = task.wait_for("arrays", timeout=60)
+            assert array.dtype == np.float32 and array.shape == (3, 4) and array.sum() == 66.0
+            assert empty.dtype == np.int64 and empty.shape == (0, 2)
+            (point,), _ = task.wait_for("point", timeout=60)
+            assert isinstance(point, Point) and point.x == 5
+            print("node 0 got every type", flush=True)
+        else:
+            task.emit_to_node(0, "values", *VALUES, named=[1.0])
+            transposed = np.arange(12, dtype=np.float32).reshape(4, 3).T.copy().T.T  # not C-contiguous
+            task.emit_to_node(0, "arrays", np.ascontiguousarray(transposed.reshape(3, 4)), np.zeros((0, 2), np.int64))
+            task.emit_to_node(0, "point", Point(5))
+
+
+def refuses_objects():
+    with task.start():
+        task.emit("obj", object())
+
+
+def pipeline_until_finish():
+    """Node 1 runs 3 steps and stops; node 0 runs until node 1's finish arrives."""
+    with task.start():
+        task.use(lambda ctx: None)
+        task.run(3 if task.router.node_id == 1 else sys.maxsize)
+        print("node %d stopped after step %d" % (task.router.node_id, task.ctx.total_step), flush=True)
+
+
+def handler_fails():
+    with task.start():
+        if task.router.node_id == 0:
+            task.on("bad", lambda v: v / 0)
+            task.wait_for("never", timeout=60)
+        else:
+            task.emit("bad", 1)
+
+
+def waits_forever():
+    with task.start():
+        print("node %d ready" % task.router.node_id, flush=True)
+        task.wait_for("never")
+
+
+def roles():
+    with task.start():
+        print("node %d roles %s" % (task.router.node_id, sorted(task.router.roles)), flush=True)
+
+
+def attempt():
+    with task.start():
+        if os.environ.get("DITASK_ATTEMPT", "0") == "0" and task.router.node_id == 1:
+            raise RuntimeError("first attempt fails")
+        print("node %d attempt %s done" % (task.router.node_id, os.environ.get("DITASK_ATTEMPT")), flush=True)
