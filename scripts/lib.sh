@@ -34,11 +34,16 @@ DITASK_BENCH_PACKAGES=(libzmq3-dev redis-server libgrpc++-dev protobuf-compiler-
 # 120 MiB and 160 packages, so only scripts/test.sh and `scripts/demo.sh rnn` install it.
 DITASK_TORCH_PACKAGES=(libtorch-dev)
 
+# The Python component (python/, docs/python.md): pybind11 and the interpreter's headers to build
+# it, NumPy and pytest for its tests. Like LibTorch, only scripts/test.sh installs them.
+DITASK_PYTHON_PACKAGES=(pybind11-dev python3-dev python3-numpy python3-pytest)
+
 # What only the tests need besides: a private Slurm (tests/slurm), network namespaces
 # (tests/netns), Ninja (scripts/test.sh's Debug builds), tmux (the status line's terminal test), python3-protobuf (the TensorBoard files' reader), redis-server (each Redis test starts its
 # own), the benchmarks' programs, which CI builds and smoke-runs, and LibTorch.
 # shellcheck disable=SC2034 # read by scripts/test.sh, which sources this file
-DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2 ninja-build tmux python3-protobuf "${DITASK_BENCH_PACKAGES[@]}" "${DITASK_TORCH_PACKAGES[@]}")
+DITASK_TEST_PACKAGES=(slurm-wlm munge iproute2 ninja-build tmux python3-protobuf "${DITASK_BENCH_PACKAGES[@]}"
+                      "${DITASK_TORCH_PACKAGES[@]}" "${DITASK_PYTHON_PACKAGES[@]}")
 
 # CMake uses ccache by itself when it is installed (CMakeLists.txt). These let ccache cache
 # translation units that use the precompiled headers instead of passing them through.

@@ -5,6 +5,10 @@
 #   1b. the torch component (LibTorch: ditask::torch, the rnn example) is built and tested in the
 #      debug stage (label torch) and built, installed and run from a user's project in the release
 #      stage; the sanitizer stages leave it out (-DDITASK_TORCH=OFF: LibTorch is not instrumented);
+#   1c. the Python component (pybind11: the package ditask, docs/python.md) is built and its pytest
+#      suites run in the debug stage (label python); the release stage installs it and runs a
+#      user's .py job with the installed ditask; the sanitizer stages leave it out (AUTO: the
+#      interpreter is not instrumented);
 #   2. asan: ASan+UBSan Debug build of the unit and integration tests (build/asan): the launcher
 #      and its workers run instrumented; ctest -L "unit|integration";
 #   3. tsan: ThreadSanitizer Debug build of the same tests (build/tsan), ctest -L

@@ -75,6 +75,7 @@ def main(argv):
         return _probe(argv[1], argv[2])
     if argv[:1] == ["--"]:
         argv = argv[1:]
+    sys.argv = [sys.argv[0], *argv]  # the entry sees the words after --, as ditask::args()
     from . import _ditask
 
     return _ditask.run_worker(argv, resolve)

@@ -162,5 +162,30 @@ else
   echo "-- no torch component in this install: torch_module not run"
 fi
 
+# The Python component, where the install has it: the installed bin/ditask runs a user's Python
+# package with the installed package ditask (it puts it on the workers' PYTHONPATH itself).
+py_init="$(find "$prefix/lib" -path '*/dist-packages/ditask/__init__.py' -print -quit 2>/dev/null || true)"
+if [[ -n "$py_init" ]]; then
+  cat >"$work_dir/user_job.py" <<'PY'
+from ditask import task
+
+
+def main():
+    with task.start():
+        if task.router.node_id == 0:
+            print("user_job: got %s" % (task.wait_for("greeting", timeout=60)[0][0],), flush=True)
+        else:
+            task.emit("greeting", "Hi")
+PY
+  echo "-- running $ditask --package $work_dir/user_job.py --main user_job.main --parallel-workers 2"
+  rc=0
+  output="$(env -u PYTHONPATH "$ditask" --package "$work_dir/user_job.py" --main user_job.main --parallel-workers 2 2>&1)" || rc=$?
+  echo "$output"
+  ((rc == 0)) || fail "ditask --package user_job.py exited with $rc"
+  grep -q "^\[node 0\] user_job: got Hi$" <<<"$output" || fail "ditask --package user_job.py: no 'got Hi' line from node 0"
+else
+  echo "-- no Python component in this install: user_job.py not run"
+fi
+
 rm -rf "$work_dir"
 echo "package test passed"
