@@ -9,11 +9,44 @@ import importlib
 import importlib.util
 import os
 import sys
+import threading
 import traceback
 
 
 class _NotPython(Exception):
     pass
+
+
+class _Lines:
+    """sys.stdout/sys.stderr of a worker: what one thread prints reaches the stream in whole
+    lines, so print() from a handler (the dispatcher thread) and from main, which writes its text
+    and its end separately, never share a line of the launcher's tagged output."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def write(self, text):
+        pending = getattr(self._local, "pending", "") + text
+        cut = pending.rfind("\n") + 1
+        self._local.pending = pending[cut:]
+        if cut:
+            with self._lock:
+                self._stream.write(pending[:cut])
+                self._stream.flush()
+        return len(text)
+
+    def flush(self):
+        pending = getattr(self._local, "pending", "")
+        self._local.pending = ""
+        with self._lock:
+            if pending:
+                self._stream.write(pending)
+            self._stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def _module_name(package):
@@ -76,6 +109,7 @@ def main(argv):
     if argv[:1] == ["--"]:
         argv = argv[1:]
     sys.argv = [sys.argv[0], *argv]  # the entry sees the words after --, as ditask::args()
+    sys.stdout, sys.stderr = _Lines(sys.stdout), _Lines(sys.stderr)
     from . import _ditask
 
     return _ditask.run_worker(argv, resolve)

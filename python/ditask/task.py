@@ -248,6 +248,12 @@ class Task:
     def roles(self):
         return set(_ditask.roles())
 
+    def group(self, role):
+        """The group of the nodes with role `role` (every node in a job without --roles), for
+        ``barrier(timeout=None)``, ``broadcast(value, root=0)`` and ``all_reduce(values, op="sum")``
+        (docs/groups.md). Call it once every member joined (after start())."""
+        return _ditask.group(role)
+
     # ---- inner ----
     def _checked(self):
         if self._pipeline is None:

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // in every file of the module: type casters must not differ between files
 
 namespace ditask::python {
 
@@ -14,6 +15,10 @@ namespace py = pybind11;
 void bind_task(py::module_& m);
 /// task().router() (task_bindings.cpp).
 void bind_router(py::module_& m);
+/// Remote functions and futures; RpcError derives from `error_base` (rpc_bindings.cpp).
+void bind_rpc(py::module_& m, py::handle error_base);
+/// Task.group and its collectives (group_bindings.cpp).
+void bind_group(py::module_& m);
 /// Worker mode and Parallel.runner (worker_bindings.cpp).
 void bind_worker(py::module_& m);
 

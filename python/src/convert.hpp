@@ -5,6 +5,7 @@
 #include <string>
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // as bindings.hpp: the same casters in every file
 #include <ditask/event_args.hpp>
 
 namespace ditask::python {

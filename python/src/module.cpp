@@ -78,6 +78,8 @@ PYBIND11_MODULE(_ditask, m) {
   m.def("allow_pickle", &dp::allow_pickle, py::arg("event"),
         "Lets values of `event` that are not plain data travel pickled, both ways (a pickle runs the sender's code).");
   dp::bind_task(m);
+  dp::bind_rpc(m, error);
+  dp::bind_group(m);
   dp::bind_router(m);
   dp::bind_worker(m);
 }

@@ -111,3 +111,17 @@ def test_runner_auto_recover(python_job):
     assert r.returncode == 0, r.stderr
     assert "node 0 saw the recovered node 1" in r.stdout and "runner returned 0" in r.stdout
     assert "P1 Error" in r.stderr
+
+
+def test_remote_calls_between_python_workers(ditask_job):
+    r = ditask_job("--package", "jobs.py", "--main", "jobs.rpc_calls", "--parallel-workers", "2",
+                   "--roles", "client:0,server:1")
+    assert r.returncode == 0, r.stderr
+    assert "node 0 rpc ok" in r.stdout
+
+
+def test_group_collectives(ditask_job):
+    r = ditask_job("--package", "jobs.py", "--main", "jobs.groups", "--parallel-workers", "3")
+    assert r.returncode == 0, r.stderr
+    for node in range(3):
+        assert "[node %d] node %d group [0, 1, 2] broadcast 2 sum [3.0, 3.0]" % (node, node) in r.stdout, r.stdout

@@ -97,3 +97,53 @@ def attempt():
         if os.environ.get("DITASK_ATTEMPT", "0") == "0" and task.router.node_id == 1:
             raise RuntimeError("first attempt fails")
         print("node %d attempt %s done" % (task.router.node_id, os.environ.get("DITASK_ATTEMPT")), flush=True)
+
+
+def rpc_calls():
+    """Node 1 serves; node 0 calls: values, kwargs, arrays, errors, 64 in flight, by role."""
+    from ditask import RpcError, rpc
+
+    rpc.define("add", lambda a, b, scale=1: (a + b) * scale)
+    rpc.define("fails", lambda: int("nope"))
+    rpc.define("shape", lambda array: list(array.shape))
+
+    @rpc.define("nothing")
+    def nothing():
+        pass
+
+    with task.start():
+        if task.router.node_id == 0:
+            assert rpc.call(1, "add", 2, 3) == 5
+            assert rpc.call(1, "add", 2, 3, scale=10) == 50
+            assert rpc.rpc_sync(1, "add", args=(1, 1)) == 2 and rpc.rpc_sync(1, nothing) is None
+            assert rpc.call(1, "shape", np.zeros((2, 5), np.float32)) == [2, 5]
+            futures = [rpc.call_async(1, "add", i, i) for i in range(64)]
+            assert [f.wait() for f in futures] == [2 * i for i in range(64)]
+            assert rpc.call("server", "add", 1, 2) == 3
+            try:
+                rpc.call(1, "fails")
+                raise AssertionError("no error")
+            except RpcError as e:
+                assert e.kind == "remote_exception" and e.node == 1 and "ValueError" in e.reason, (e.kind, e.reason)
+            try:
+                rpc.call(1, "no_such_function")
+                raise AssertionError("no error")
+            except RpcError as e:
+                assert e.kind == "unknown_function", e.kind
+            stats = rpc.stats()
+            assert stats["calls"] == 72 and stats["failed"] == 2, stats
+            print("node 0 rpc ok", flush=True)
+            task.emit_to_node(1, "done")
+        else:
+            task.wait_for("done", timeout=60)
+
+
+def groups():
+    """Every member: a barrier, a broadcast from the last member, a sum over the members."""
+    with task.start():
+        group = task.group("worker")
+        group.barrier(timeout=60)
+        got = group.broadcast({"from": task.router.node_id}, root=len(group) - 1)
+        total = group.all_reduce([1.0, float(task.router.node_id)])
+        print("node %d group %s broadcast %s sum %s" % (task.router.node_id, group.members, got["from"], total),
+              flush=True)
