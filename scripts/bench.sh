@@ -74,6 +74,10 @@
 # worker's RSS and open descriptors (median and largest). Options: --runs (default 1), --timeout.
 # Target: ready <= 5 s at N = 512.
 #
+# python (scripts/bench_python.sh): two Python workers beside two C++ workers on the same runtime:
+# the 64-byte event round trip, the one-way 64-byte event rate, and the start of 32 workers.
+# Options: --runs, --rounds, --count (C++; Python sends a tenth), --timeout. No targets.
+#
 # trace (scripts/bench_trace.sh): what `ditask --trace` costs: the 64-byte event rate and round
 # trip and calls/s at 64 and 1 in flight, each without and with --trace, interleaved, --runs
 # (default 7), on both cores and on one (taskset -c 0), medians and the ratio on/off, and the
@@ -99,6 +103,7 @@ usage() {
   echo "       scripts/bench.sh rpc [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh autograd [--runs R] [--rounds N] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh redis [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
+  echo "       scripts/bench.sh python [--runs R] [--rounds N] [--count K] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh trace [--runs R] [--rounds N] [--timeout S] [--build-dir DIR] [--no-build]" >&2
   echo "       scripts/bench.sh scale [--runs R] [--workers \"32 128 512\"] [--topologies \"star-relay mesh\"]" \
     "[--timeout S] [--build-dir DIR] [--no-build]" >&2
@@ -107,7 +112,7 @@ usage() {
 
 MODE="${1:-}"
 [[ "$MODE" == launch || "$MODE" == mesh || "$MODE" == rpc || "$MODE" == redis || "$MODE" == autograd ||
-  "$MODE" == scale || "$MODE" == trace ]] || usage
+  "$MODE" == scale || "$MODE" == trace || "$MODE" == python ]] || usage
 shift
 BUILD_DIR=build/release
 BUILD=1
@@ -138,13 +143,13 @@ while (($#)); do
     *:--workers) read -r -a WORKERS <<<"${2:?}"; shift 2 ;;
     *:--build-dir) BUILD_DIR="${2:?}"; shift 2 ;;
     *:--no-build) BUILD=0; shift ;;
-    mesh:--rounds | rpc:--rounds | redis:--rounds | autograd:--rounds) ROUNDS="${2:?}"; shift 2 ;;
-    mesh:--count | rpc:--count | redis:--count) COUNT="${2:?}"; shift 2 ;;
+    mesh:--rounds | rpc:--rounds | redis:--rounds | autograd:--rounds | python:--rounds) ROUNDS="${2:?}"; shift 2 ;;
+    mesh:--count | rpc:--count | redis:--count | python:--count) COUNT="${2:?}"; shift 2 ;;
     mesh:--big-count) BIG_COUNT="${2:?}"; shift 2 ;;
     mesh:--fanout-count) FANOUT_COUNT="${2:?}"; shift 2 ;;
     mesh:--protocols) read -r -a PROTOCOLS <<<"${2:?}"; shift 2 ;;
     scale:--topologies) read -r -a TOPOLOGIES <<<"${2:?}"; shift 2 ;;
-    mesh:--timeout | rpc:--timeout | redis:--timeout | autograd:--timeout | scale:--timeout | trace:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
+    mesh:--timeout | rpc:--timeout | redis:--timeout | autograd:--timeout | scale:--timeout | trace:--timeout | python:--timeout) TIMEOUT="${2:?}"; shift 2 ;;
     trace:--rounds) ROUNDS="${2:?}"; shift 2 ;;
     *) usage ;;
   esac
@@ -178,6 +183,9 @@ if ((BUILD)); then
   elif [[ $MODE == trace ]]; then
     install_packages
     TARGETS=(ditask bench_mesh bench_rpc)
+  elif [[ $MODE == python ]]; then
+    install_packages "${DITASK_PYTHON_PACKAGES[@]}"
+    TARGETS=(ditask bench_mesh faults _ditask)
   elif [[ $MODE == autograd ]]; then
     install_packages "${DITASK_TORCH_PACKAGES[@]}"
     TARGETS=(ditask bench_autograd)
@@ -320,6 +328,10 @@ else
     # shellcheck source=scripts/bench_scale.sh
     source "$(dirname "${BASH_SOURCE[0]}")/bench_scale.sh"
     scale_main
+  elif [[ $MODE == python ]]; then
+    # shellcheck source=scripts/bench_python.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/bench_python.sh"
+    python_main
   elif [[ $MODE == trace ]]; then
     # shellcheck source=scripts/bench_trace.sh
     source "$(dirname "${BASH_SOURCE[0]}")/bench_trace.sh"
