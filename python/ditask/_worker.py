@@ -10,7 +10,6 @@ import importlib.util
 import os
 import sys
 import threading
-import traceback
 
 
 class _NotPython(Exception):
@@ -92,6 +91,8 @@ def _probe(package, main):
     except _NotPython:
         return 3
     except BaseException as e:  # noqa: B902 - anything the import raised is the user's error
+        import traceback
+
         last = traceback.format_exception_only(type(e), e)[-1].strip()
         print(f"ditask: error: cannot load entry '{main}' of Python package '{package}': {last}", file=sys.stderr)
         trace = "".join(traceback.format_tb(e.__traceback__))

@@ -6,8 +6,10 @@ forward part and the code after it its backward part. The pipeline stays in Pyth
 cannot be resumed from C++ without taking the GIL for every step anyway (docs/python.md)."""
 import threading
 from collections import OrderedDict
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from types import GeneratorType
+
+# concurrent.futures (and the logging it imports) is imported where a pool is made: every worker
+# imports this module as it starts, and most never use one.
 
 
 class Pipeline:
@@ -22,7 +24,11 @@ class Pipeline:
         self.exception = None
         self.thread_lock = threading.Lock()
         self._stack_lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(n_async_workers, thread_name_prefix="ditask-forward") if async_mode else None
+        self._pool = None
+        if async_mode:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(n_async_workers, thread_name_prefix="ditask-forward")
 
     def forward_now(self, fn, ctx, stack=None):
         """Runs fn's forward part; a generator's rest is pushed onto `stack` (the task's by default)."""
@@ -67,6 +73,8 @@ class Pipeline:
         futures, self.futures = self.futures, []
         if not futures:
             return
+        from concurrent.futures import FIRST_EXCEPTION, wait
+
         wait(futures, return_when=FIRST_EXCEPTION)
         for future in futures:
             if future.done() and future.exception() is not None:
@@ -115,6 +123,8 @@ class Pipeline:
 
     def parallel(self, fns):
         def _parallel(ctx):
+            from concurrent.futures import ThreadPoolExecutor
+
             stacks = [OrderedDict() for _ in fns]
             with ThreadPoolExecutor(len(fns), thread_name_prefix="ditask-parallel") as pool:
                 for future in [pool.submit(self.forward_now, fn, ctx, s) for fn, s in zip(fns, stacks)]:

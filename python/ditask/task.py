@@ -4,8 +4,6 @@ through the C++ event bus and mesh: ordered, exactly once, handlers on one dispa
 takes the GIL only while Python runs. Middleware runs in Python (middleware.py)."""
 import atexit
 import builtins
-import fnmatch
-import logging
 import math
 import sys
 import time
@@ -118,6 +116,8 @@ class Task:
 
     def off(self, event, fn=None):
         """Removes `fn` (every handler without it) from the events matching the fnmatch `event`."""
+        import fnmatch  # here, not at the top: each worker imports this module as it starts
+
         if fn is None:
             _ditask.off_pattern(event)
             self._handlers = [h for h in self._handlers if not fnmatch.fnmatchcase(h[0], event)]
@@ -282,6 +282,8 @@ class Waiter:
             event = self._waiter.event
             if not ignore_timeout_exception:
                 raise builtins.TimeoutError("Timeout when waiting for event: " + event)
+            import logging
+
             logging.warning("Timeout when waiting for event: %s", event)
         return None
 

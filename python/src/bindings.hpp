@@ -31,6 +31,26 @@ void allow_pickle(const std::string& event);
 /// sys.stderr (as Python prints it: the caller's error line comes last). Thread: GIL held.
 std::string describe(py::error_already_set& error);
 
+/// On a thread Python did not make (the runtime's dispatcher, a call's queue thread): gives it a
+/// Python thread state that lives as long as the thread, so that taking the GIL there does not
+/// create and destroy one each time (in Python 3.11 each costs an mmap and a munmap of its frame
+/// stack: a TLB shootdown per event). A no-op on a thread that has one. Thread: without the GIL.
+void keep_thread_state();
+
+/// Takes the GIL for Python code on any thread (keep_thread_state first).
+class Gil {
+ public:
+  Gil() = default;
+  Gil(const Gil&) = delete;
+  Gil& operator=(const Gil&) = delete;
+
+ private:
+  struct Kept {
+    Kept() { keep_thread_state(); }
+  } kept_;
+  py::gil_scoped_acquire acquire_;
+};
+
 /// A Python callable that may be dropped on any thread: its last owner takes the GIL to release
 /// it (no-op once the interpreter is gone).
 class PyCallable {

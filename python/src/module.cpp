@@ -42,12 +42,22 @@ std::string describe(py::error_already_set& error) {
   return text;
 }
 
+void keep_thread_state() {
+  thread_local bool kept = false;
+  if (kept || PyGILState_GetThisThreadState() != nullptr) {
+    return;  // kept already, or a thread of Python's own (its state is Python's to manage)
+  }
+  kept = true;
+  PyGILState_Ensure();  // creates the thread state and takes the GIL; the count stays at 1
+  PyEval_SaveThread();  // lets the GIL go and keeps the state
+}
+
 PyCallable::~PyCallable() {
   if (!Py_IsInitialized() || _Py_IsFinalizing()) {
     fn_.release();  // the interpreter is gone: leak rather than touch it
     return;
   }
-  py::gil_scoped_acquire gil;
+  Gil gil;
   fn_ = py::object();
 }
 

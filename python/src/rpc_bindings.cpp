@@ -106,7 +106,7 @@ PyFuture call_async(const py::object& to, const std::string& function, const py:
 void define(const std::string& name, py::object fn, bool concurrent) {
   auto callable = std::make_shared<PyCallable>(std::move(fn));
   auto body = [callable, name](const EventArgs& args) -> json {
-    py::gil_scoped_acquire gil;
+    Gil gil;
     try {
       const bool pickle = pickle_allowed(name);
       auto [positional, named] = to_python_args(args, name, pickle);

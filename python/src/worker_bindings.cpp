@@ -21,7 +21,7 @@ namespace {
 std::function<void()> entry_of(py::object fn) {
   auto callable = std::make_shared<PyCallable>(std::move(fn));
   return [callable] {
-    py::gil_scoped_acquire gil;
+    Gil gil;
     try {
       callable->fn()();
     } catch (py::error_already_set& e) {
@@ -36,7 +36,7 @@ int run_worker(std::vector<std::string> args, py::object resolve) {
   auto resolver = std::make_shared<PyCallable>(std::move(resolve));
   py::gil_scoped_release release;
   return detail::worker_entry_points().run_worker(std::move(args), [resolver](const WorkerEnv& env) {
-    py::gil_scoped_acquire gil;
+    Gil gil;
     try {
       return entry_of(resolver->fn()(env.package, env.main));
     } catch (py::error_already_set& e) {
