@@ -125,3 +125,10 @@ def test_group_collectives(ditask_job):
     assert r.returncode == 0, r.stderr
     for node in range(3):
         assert "[node %d] node %d group [0, 1, 2] broadcast 2 sum [3.0, 3.0]" % (node, node) in r.stdout, r.stdout
+
+
+def test_an_exception_leaving_the_with_block_broadcasts_a_failed_finish(ditask_job):
+    r = ditask_job("--package", "jobs.py", "--main", "jobs.failed_finish", "--parallel-workers", "2",
+                   "--auto-recover", "--max-retries", "1", "--restart-backoff", "0.1")
+    assert r.returncode == 0, r.stderr
+    assert "node 1 learned that node 0 saw finish reasons ['failed']" in r.stdout, r.stdout

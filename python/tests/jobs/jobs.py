@@ -2,6 +2,7 @@
 """Entries the job tests run with `ditask --package jobs.py --main jobs.<entry>`."""
 import os
 import sys
+import threading
 
 import numpy as np
 
@@ -147,3 +148,25 @@ def groups():
         total = group.all_reduce([1.0, float(task.router.node_id)])
         print("node %d group %s broadcast %s sum %s" % (task.router.node_id, group.members, got["from"], total),
               flush=True)
+
+
+def failed_finish():
+    """An exception leaving `with task.start()` broadcasts finish with reason "failed": node 1's
+    first attempt raises; node 0 tells its restarted second attempt what finish reasons it saw."""
+    with task.start():
+        if task.router.node_id == 0:
+            reasons = []
+            task.on("finish", lambda *args, **kwargs: reasons.append(kwargs.get("reason")))
+            rejoined = threading.Event()  # a handler, not a wait_for per join: none is missed between two
+            task.on("ditask.peer_joined", lambda **kw: rejoined.set() if kw["attempt"] == 1 else None)
+            if any(p["node_id"] == 1 and p["attempt"] == 1 for p in task.router.peers()):
+                rejoined.set()  # it came back before the handler was there (a busy machine)
+            assert rejoined.wait(60), "node 1 did not come back"
+            task.emit_to_node(1, "reasons", reasons)
+            task.wait_for("done", timeout=60)
+        elif os.environ.get("DITASK_ATTEMPT") == "0":
+            raise RuntimeError("fails inside with")
+        else:
+            (reasons,), _ = task.wait_for("reasons", timeout=60)
+            print("node 1 learned that node 0 saw finish reasons %s" % reasons, flush=True)
+            task.emit_to_node(0, "done")
