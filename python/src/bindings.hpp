@@ -2,6 +2,9 @@
 // The parts of the extension module ditask._ditask, one function per file that fills them in.
 #pragma once
 
+#include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include <pybind11/pybind11.h>
@@ -30,6 +33,17 @@ void allow_pickle(const std::string& event);
 /// A Python exception as one line, "<Type>: <message>", after writing its traceback to
 /// sys.stderr (as Python prints it: the caller's error line comes last). Thread: GIL held.
 std::string describe(py::error_already_set& error);
+
+/// `seconds` (a Python timeout) as milliseconds.
+std::chrono::milliseconds to_millis(double seconds);
+
+/// A blocking wait that Ctrl-C can end: calls `wait_slice(limit)` with the GIL released, in
+/// slices of at most 50 ms that never pass `timeout_s` (none: no end), until it returns true
+/// (then true). Between slices, with the GIL: false when `give_up()` says so; raises what a
+/// Python signal handler raised (KeyboardInterrupt); false once the timeout passed.
+/// Thread: with the GIL held.
+bool wait_in_slices(std::optional<double> timeout_s, const std::function<bool(std::chrono::milliseconds)>& wait_slice,
+                    const std::function<bool()>& give_up = {});
 
 /// On a thread Python did not make (the runtime's dispatcher, a call's queue thread): gives it a
 /// Python thread state that lives as long as the thread, so that taking the GIL there does not

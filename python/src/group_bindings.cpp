@@ -14,7 +14,7 @@ namespace ditask::python {
 namespace {
 
 std::chrono::milliseconds limit(std::optional<double> seconds) {
-  return seconds ? std::chrono::milliseconds(static_cast<std::int64_t>(*seconds * 1000.0)) : kGroupTimeout;
+  return seconds ? to_millis(*seconds) : kGroupTimeout;
 }
 
 ReduceOp op_of(const std::string& name) {

@@ -42,6 +42,44 @@ std::string describe(py::error_already_set& error) {
   return text;
 }
 
+std::chrono::milliseconds to_millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+}
+
+bool wait_in_slices(std::optional<double> timeout_s, const std::function<bool(std::chrono::milliseconds)>& wait_slice,
+                    const std::function<bool()>& give_up) {
+  using std::chrono::steady_clock;
+  constexpr std::chrono::milliseconds kSlice(50);  // Python's signal handlers run between slices
+  const auto deadline =
+      timeout_s ? steady_clock::now() + std::chrono::duration_cast<steady_clock::duration>(
+                                            std::chrono::duration<double>(*timeout_s))
+                : steady_clock::time_point::max();
+  for (;;) {
+    auto slice = kSlice;
+    if (deadline != steady_clock::time_point::max()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
+      slice = std::max(std::chrono::milliseconds(0), std::min(left, kSlice));
+    }
+    bool done = false;
+    {
+      py::gil_scoped_release release;
+      done = wait_slice(slice);
+    }
+    if (done) {
+      return true;
+    }
+    if (give_up && give_up()) {
+      return false;
+    }
+    if (PyErr_CheckSignals() != 0) {
+      throw py::error_already_set();
+    }
+    if (steady_clock::now() >= deadline) {
+      return false;
+    }
+  }
+}
+
 void keep_thread_state() {
   thread_local bool kept = false;
   if (kept || PyGILState_GetThisThreadState() != nullptr) {

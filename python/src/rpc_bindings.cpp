@@ -15,10 +15,6 @@ namespace ditask::python {
 
 namespace {
 
-using namespace std::chrono_literals;
-
-constexpr auto kSlice = 50ms;
-
 const char* kind_name(RpcError::Kind kind) {
   switch (kind) {
     case RpcError::Kind::remote_exception: return "remote_exception";
@@ -45,26 +41,9 @@ class PyFuture {
   /// The call's value; None for a function that returns nothing. Raises ditask.RpcError, or
   /// TimeoutError when `timeout_s` passes first (the call goes on).
   py::object wait(std::optional<double> timeout_s) {
-    const auto deadline = timeout_s ? std::chrono::steady_clock::now() +
-                                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                              std::chrono::duration<double>(*timeout_s))
-                                    : std::chrono::steady_clock::time_point::max();
-    for (;;) {
-      bool complete = false;
-      {
-        py::gil_scoped_release release;
-        complete = state_->wait(kSlice);
-      }
-      if (complete) {
-        break;
-      }
-      if (PyErr_CheckSignals() != 0) {
-        throw py::error_already_set();
-      }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        PyErr_SetString(PyExc_TimeoutError, ("no answer yet from call '" + function_ + "'").c_str());
-        throw py::error_already_set();
-      }
+    if (!wait_in_slices(timeout_s, [this](std::chrono::milliseconds slice) { return state_->wait(slice); })) {
+      PyErr_SetString(PyExc_TimeoutError, ("no answer yet from call '" + function_ + "'").c_str());
+      throw py::error_already_set();
     }
     state_->rethrow_if_failed();
     const EventArgs result = state_->result_args();
@@ -79,7 +58,7 @@ class PyFuture {
 Callee callee_of(const py::object& to, std::optional<double> timeout_s) {
   Callee callee = py::isinstance<py::str>(to) ? Callee::role(to.cast<std::string>()) : Callee(to.cast<std::int64_t>());
   if (timeout_s) {
-    callee = callee.within(std::chrono::milliseconds(static_cast<std::int64_t>(*timeout_s * 1000.0)));
+    callee = callee.within(to_millis(*timeout_s));
   }
   return callee;
 }
@@ -153,7 +132,7 @@ void bind_rpc(py::module_& m, py::handle error_base) {
   m.def("rpc_call_async", &call_async, py::arg("to"), py::arg("function"), py::arg("args"), py::arg("kwargs"),
         py::arg("timeout"));
   m.def("rpc_set_default_timeout", [](double seconds) {
-    rpc().set_default_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0)));
+    rpc().set_default_timeout(to_millis(seconds));
   });
   m.def("rpc_stats", [] {
     const RpcStats s = rpc().stats();

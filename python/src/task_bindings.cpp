@@ -15,11 +15,6 @@ namespace ditask::python {
 
 namespace {
 
-using namespace std::chrono_literals;
-
-// A waiting call's slice: Python's signal handlers (Ctrl-C) run between slices.
-constexpr auto kSlice = 50ms;
-
 // The guard of the running task (the facade stops it with stop(failed) before dropping it).
 std::optional<Running>& running_guard() {
   static std::optional<Running> guard;
@@ -53,35 +48,15 @@ Waiter make_waiter(const std::string& event) {
 // Waits in slices; None on timeout, abort, or when `abort()` (the Python task's failure flag)
 // turns true. Raises what a signal handler raised (KeyboardInterrupt).
 py::object wait(Waiter& waiter, std::optional<double> timeout_s, const py::object& abort) {
-  const auto deadline = timeout_s ? std::chrono::steady_clock::now() +
-                                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                            std::chrono::duration<double>(*timeout_s))
-                                  : std::chrono::steady_clock::time_point::max();
-  for (;;) {
-    const auto now = std::chrono::steady_clock::now();
-    auto slice = deadline == std::chrono::steady_clock::time_point::max()
-                     ? std::chrono::milliseconds(kSlice)
-                     : std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-    slice = std::max(0ms, std::min(slice, std::chrono::milliseconds(kSlice)));
-    std::optional<EventArgs> got;
-    {
-      py::gil_scoped_release release;
-      got = waiter.wait(slice);
-    }
-    if (got) {
-      auto [positional, named] = to_python_args(*got, waiter.event(), pickle_allowed(waiter.event()));
-      return py::make_tuple(positional, named);
-    }
-    if (waiter.aborted() || (!abort.is_none() && abort().cast<bool>())) {
-      return py::none();
-    }
-    if (PyErr_CheckSignals() != 0) {
-      throw py::error_already_set();
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return py::none();
-    }
+  std::optional<EventArgs> got;
+  wait_in_slices(
+      timeout_s, [&](std::chrono::milliseconds slice) { return (got = waiter.wait(slice)).has_value(); },
+      [&] { return waiter.aborted() || (!abort.is_none() && abort().cast<bool>()); });
+  if (!got) {
+    return py::none();
   }
+  auto [positional, named] = to_python_args(*got, waiter.event(), pickle_allowed(waiter.event()));
+  return py::make_tuple(positional, named);
 }
 
 py::dict peer_dict(const PeerInfo& peer) {
