@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <pybind11/pybind11.h>
@@ -64,6 +65,19 @@ class Gil {
   } kept_;
   py::gil_scoped_acquire acquire_;
 };
+
+/// Runs `body` (Python code) with the GIL, on any thread, and returns what it returns; a Python
+/// exception leaves as std::runtime_error(describe(...)): a handler's, a served call's or an
+/// entry's error, which the runtime reports with its node and event.
+template <class F>
+auto run_python(F&& body) {
+  Gil gil;
+  try {
+    return body();
+  } catch (py::error_already_set& e) {
+    throw std::runtime_error(describe(e));
+  }
+}
 
 /// A Python callable that may be dropped on any thread: its last owner takes the GIL to release
 /// it (no-op once the interpreter is gone).

@@ -85,14 +85,11 @@ PyFuture call_async(const py::object& to, const std::string& function, const py:
 void define(const std::string& name, py::object fn, bool concurrent) {
   auto callable = std::make_shared<PyCallable>(std::move(fn));
   auto body = [callable, name](const EventArgs& args) -> json {
-    Gil gil;
-    try {
+    return run_python([&] {
       const bool pickle = pickle_allowed(name);
       auto [positional, named] = to_python_args(args, name, pickle);
       return to_json(callable->fn()(*positional, **named), name, pickle);
-    } catch (py::error_already_set& e) {
-      throw std::runtime_error(describe(e));
-    }
+    });
   };
   py::gil_scoped_release release;
   if (concurrent) {

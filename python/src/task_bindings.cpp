@@ -24,13 +24,10 @@ std::optional<Running>& running_guard() {
 HandlerId add_handler(const std::string& event, py::object fn, bool once) {
   auto callable = std::make_shared<PyCallable>(std::move(fn));
   auto handler = [callable, event](const EventArgs& args) {
-    Gil gil;
-    try {
+    run_python([&] {
       auto [positional, named] = to_python_args(args, event, pickle_allowed(event));
       callable->fn()(*positional, **named);
-    } catch (py::error_already_set& e) {
-      throw std::runtime_error(describe(e));
-    }
+    });
   };
   py::gil_scoped_release release;
   return once ? task().once(event, handler) : task().on(event, handler);

@@ -21,12 +21,7 @@ namespace {
 std::function<void()> entry_of(py::object fn) {
   auto callable = std::make_shared<PyCallable>(std::move(fn));
   return [callable] {
-    Gil gil;
-    try {
-      callable->fn()();
-    } catch (py::error_already_set& e) {
-      throw std::runtime_error(describe(e));
-    }
+    run_python([&] { callable->fn()(); });
   };
 }
 
