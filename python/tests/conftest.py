@@ -23,9 +23,10 @@ def started():
 def ditask_job(tmp_path):
     """Runs `ditask ARGS` in tmp_path with the jobs/ scripts beside; returns the CompletedProcess."""
 
-    def run(*args, timeout=120, env_without=()):
+    def run(*args, timeout=120, env_without=(), env_extra=None):
         binary = os.environ.get("DITASK_BIN", "ditask")
         env = {k: v for k, v in os.environ.items() if k not in env_without}
+        env.update(env_extra or {})
         return subprocess.run([binary, *args], cwd=os.path.join(HERE, "jobs"), capture_output=True, text=True,
                               timeout=timeout, env=env)
 

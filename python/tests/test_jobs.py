@@ -132,3 +132,20 @@ def test_an_exception_leaving_the_with_block_broadcasts_a_failed_finish(ditask_j
                    "--auto-recover", "--max-retries", "1", "--restart-backoff", "0.1")
     assert r.returncode == 0, r.stderr
     assert "node 1 learned that node 0 saw finish reasons ['failed']" in r.stdout, r.stdout
+
+
+def test_a_pickled_value_is_refused_where_its_event_was_not_allowed(ditask_job):
+    r = ditask_job("--package", "jobs.py", "--main", "jobs.pickle_refused", "--parallel-workers", "2")
+    assert r.returncode == 1
+    assert "event 'point2' carries a pickled value, and this node does not unpickle it" in r.stderr
+    assert "unpickled" not in r.stdout
+    # The error's hint (allow_pickle('point2')) is not shown: a handler's error keeps only its
+    # message (HandlerError), in C++ modules too; an open defect, in the stop's note.
+
+
+def test_an_interpreter_that_cannot_run_ditask_is_a_usage_error(ditask_job):
+    env_python = {"DITASK_PYTHON": "/bin/false"}
+    r = ditask_job("--package", "jobs.py", "--main", "jobs.roles", "--parallel-workers", "2", env_extra=env_python)
+    assert r.returncode == 2
+    assert "ditask: error: the Python interpreter '/bin/false' could not run ditask's worker (exit 1)" in r.stderr
+    assert "ditask: hint: " in r.stderr

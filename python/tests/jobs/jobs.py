@@ -170,3 +170,15 @@ def failed_finish():
             (reasons,), _ = task.wait_for("reasons", timeout=60)
             print("node 1 learned that node 0 saw finish reasons %s" % reasons, flush=True)
             task.emit_to_node(0, "done")
+
+
+def pickle_refused():
+    """Node 1 pickles an object for "point2"; node 0 never allowed that event, so it refuses it."""
+    if os.environ.get("DITASK_NODE_ID") == "1":
+        allow_pickle("point2")
+    with task.start():
+        if task.router.node_id == 0:
+            task.on("point2", lambda point: print("unpickled", point, flush=True))
+            task.wait_for("never", timeout=60)
+        else:
+            task.emit_to_node(0, "point2", Point(5))
