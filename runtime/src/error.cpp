@@ -19,7 +19,7 @@ TimeoutError::TimeoutError(const std::string& event)
     : Error("timeout when waiting for event '" + event + "'") {}
 
 HandlerError::HandlerError(std::string event, std::exception_ptr cause)
-    : Error("handler for event '" + event + "' failed: " + describe(cause)),
+    : Error("handler for event '" + event + "' failed: " + describe(cause), hint_of(cause)),
       event_(std::move(event)),
       cause_(cause) {}
 
@@ -44,6 +44,19 @@ std::string describe(std::exception_ptr e) {
     return ex.what();
   } catch (...) {
     return "unknown exception";
+  }
+}
+
+std::string hint_of(std::exception_ptr e) {
+  if (!e) {
+    return {};
+  }
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& ex) {
+    return ex.hint();
+  } catch (...) {
+    return {};
   }
 }
 

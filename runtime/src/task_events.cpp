@@ -75,8 +75,9 @@ Task::Impl::Live Task::Impl::live() const {
 }
 
 void Task::Impl::on_handler_error(const std::string& event, std::exception_ptr error) {
-  DITASK_LOG(error, "events") << "handler for event '" << event << "' failed: " << describe(error);
-  failures->store(std::make_exception_ptr(HandlerError(event, error)));
+  HandlerError failure(event, error);
+  DITASK_LOG(error, "events") << failure.what() << (failure.hint().empty() ? "" : " (hint: " + failure.hint() + ")");
+  failures->store(std::make_exception_ptr(std::move(failure)));
 }
 
 void Task::Impl::rethrow_handler_error() { failures->rethrow(); }

@@ -50,5 +50,7 @@ DITASK_API void print_error(const std::exception& e) noexcept;
 
 /// The text of an exception_ptr's exception (`what()`, or "unknown exception").
 DITASK_API std::string describe(std::exception_ptr e);
+/// The hint of an exception_ptr's ditask::Error; empty for any other exception.
+DITASK_API std::string hint_of(std::exception_ptr e);
 
 }  // namespace ditask

@@ -35,17 +35,6 @@ struct RpcEngine::Served {
 namespace {
 thread_local RpcEngine* t_engine = nullptr;
 
-// The hint of a ditask::Error, which the caller's RpcError carries on; empty for others.
-std::string hint_of(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(std::move(error));
-  } catch (const Error& e) {
-    return e.hint();
-  } catch (...) {
-    return {};
-  }
-}
-
 // A served call's reply waits for the replies of the calls queued behind it from the same
 // caller (one write for them all, docs/rpc.md "Threads") only while the function that runs next
 // took at most kQuickRun last time, and for at most kHoldReplies from the first reply held.

@@ -447,3 +447,19 @@ TEST_CASE("a handler without parameters takes an emit without arguments", "[task
   CHECK(err->event() == "tick");
   CHECK(ticks == 1);
 }
+
+TEST_CASE("a handler's ditask::Error keeps its hint in the HandlerError", "[task][events][errors]") {
+  auto& task = ditask::task();
+  auto running = task.start();
+  task.on("hinted", [] { throw ditask::Error("the model file is missing", "pass --model PATH"); });
+  task.on("plain", [] { throw std::runtime_error("no hint here"); });
+  task.emit("hinted");
+  std::optional<ditask::HandlerError> err = handler_error_from([&task] { task.sync(); });
+  REQUIRE(err.has_value());
+  CHECK(std::string(err->what()) == "handler for event 'hinted' failed: the model file is missing");
+  CHECK(err->hint() == "pass --model PATH");
+  task.emit("plain");
+  err = handler_error_from([&task] { task.sync(); });
+  REQUIRE(err.has_value());
+  CHECK(err->hint().empty());
+}
