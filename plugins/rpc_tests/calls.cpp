@@ -23,28 +23,13 @@ using ditask::RpcError;
 
 namespace {
 
-std::string kind_text(RpcError::Kind kind) {
-  switch (kind) {
-    case RpcError::Kind::remote_exception: return "remote_exception";
-    case RpcError::Kind::unknown_function: return "unknown_function";
-    case RpcError::Kind::bad_arguments: return "bad_arguments";
-    case RpcError::Kind::bad_result: return "bad_result";
-    case RpcError::Kind::unknown_object: return "unknown_object";
-    case RpcError::Kind::node_left: return "node_left";
-    case RpcError::Kind::not_connected: return "not_connected";
-    case RpcError::Kind::timeout: return "timeout";
-    case RpcError::Kind::stopped: return "stopped";
-  }
-  return "?";
-}
-
 // "<kind>|<node>|<function>|<reason>|<hint>" of the RpcError `fn` throws, or "no error".
 template <class F>
 std::string error_of(F&& fn) {
   try {
     fn();
   } catch (const RpcError& e) {
-    return kind_text(e.kind()) + "|" + std::to_string(e.node()) + "|" + e.function() + "|" + e.reason() + "|" + e.hint();
+    return std::string(RpcError::kind_name(e.kind())) + "|" + std::to_string(e.node()) + "|" + e.function() + "|" + e.reason() + "|" + e.hint();
   }
   return "no error";
 }

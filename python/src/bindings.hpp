@@ -21,6 +21,8 @@ void bind_task(py::module_& m);
 void bind_router(py::module_& m);
 /// Remote functions and futures; RpcError derives from `error_base` (rpc_bindings.cpp).
 void bind_rpc(py::module_& m, py::handle error_base);
+/// Remote objects: classes, RRef (rref_bindings.cpp).
+void bind_rref(py::module_& m);
 /// Task.group and its collectives (group_bindings.cpp).
 void bind_group(py::module_& m);
 /// Worker mode and Parallel.runner (worker_bindings.cpp).
@@ -79,19 +81,21 @@ auto run_python(F&& body) {
   }
 }
 
-/// A Python callable that may be dropped on any thread: its last owner takes the GIL to release
-/// it (no-op once the interpreter is gone).
-class PyCallable {
+/// A Python object (a callable, a remote object) that C++ holds and may drop on any thread: its
+/// last owner takes the GIL to release it (no-op once the interpreter is gone).
+class SharedPyObject {
  public:
-  explicit PyCallable(py::object fn) : fn_(std::move(fn)) {}
-  PyCallable(const PyCallable&) = delete;
-  PyCallable& operator=(const PyCallable&) = delete;
-  ~PyCallable();
-  /// The callable; use with the GIL held.
-  const py::object& fn() const { return fn_; }
+  explicit SharedPyObject(py::object object) : object_(std::move(object)) {}
+  SharedPyObject(const SharedPyObject&) = delete;
+  SharedPyObject& operator=(const SharedPyObject&) = delete;
+  ~SharedPyObject();
+  /// The object; use with the GIL held.
+  const py::object& get() const { return object_; }
+  /// The object as a callable; use with the GIL held.
+  const py::object& fn() const { return object_; }
 
  private:
-  py::object fn_;
+  py::object object_;
 };
 
 }  // namespace ditask::python

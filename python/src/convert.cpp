@@ -188,6 +188,9 @@ json value_to_json(py::handle value, const std::string& where, const std::string
     }
     return out;
   }
+  if (is_rref(value)) {
+    return rref_to_json(value);
+  }
   const std::string name = type_name(value);
   if (name == "numpy.ndarray") {
     return array_to_json(value, event);
@@ -229,6 +232,9 @@ py::object to_python(const json& value, const std::string& event, bool pickle) {
       return out;
     }
     case json::value_t::object: {
+      if (value.contains("$rref")) {
+        return rref_from_json(value);
+      }
       py::dict out;
       for (const auto& [key, item] : value.items()) {
         out[py::str(key)] = to_python(item, event, pickle);

@@ -31,4 +31,11 @@ EventArgs to_event_args(const py::tuple& args, const py::dict& kwargs, const std
 /// EventArgs as (tuple, dict). Errors: as to_python.
 std::pair<py::tuple, py::dict> to_python_args(const EventArgs& args, const std::string& event, bool pickle);
 
+/// True when `value` is a remote-object handle (ditask.rpc.RRef; rref_bindings.cpp).
+bool is_rref(py::handle value);
+/// A handle as it travels in a call's arguments or result. Errors: ditask::Error elsewhere.
+json rref_to_json(py::handle value);
+/// A received handle ({"$rref": ...}) as this node's ditask.rpc.RRef. Errors: ditask::Error.
+py::object rref_from_json(const json& value);
+
 }  // namespace ditask::python

@@ -16,7 +16,12 @@ std::set<std::string>& pickled_events() {
 }
 }  // namespace
 
-bool pickle_allowed(const std::string& event) { return pickled_events().count(event) != 0; }
+bool pickle_allowed(const std::string& event) {
+  // A router event (task.router.emit) travels as "parallel:<name>"; allow_pickle takes <name>.
+  constexpr std::string_view kRouterPrefix = "parallel:";
+  return pickled_events().count(event) != 0 ||
+         (event.rfind(kRouterPrefix, 0) == 0 && pickled_events().count(event.substr(kRouterPrefix.size())) != 0);
+}
 
 void allow_pickle(const std::string& event) { pickled_events().insert(event); }
 
@@ -90,13 +95,13 @@ void keep_thread_state() {
   PyEval_SaveThread();  // lets the GIL go and keeps the state
 }
 
-PyCallable::~PyCallable() {
+SharedPyObject::~SharedPyObject() {
   if (!Py_IsInitialized() || _Py_IsFinalizing()) {
-    fn_.release();  // the interpreter is gone: leak rather than touch it
+    object_.release();  // the interpreter is gone: leak rather than touch it
     return;
   }
   Gil gil;
-  fn_ = py::object();
+  object_ = py::object();
 }
 
 }  // namespace ditask::python
@@ -127,6 +132,7 @@ PYBIND11_MODULE(_ditask, m) {
         "Lets values of `event` that are not plain data travel pickled, both ways (a pickle runs the sender's code).");
   dp::bind_task(m);
   dp::bind_rpc(m, error);
+  dp::bind_rref(m);
   dp::bind_group(m);
   dp::bind_router(m);
   dp::bind_worker(m);

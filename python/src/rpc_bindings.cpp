@@ -10,50 +10,33 @@
 
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "rpc_call.hpp"
 
 namespace ditask::python {
 
-namespace {
+PyFuture::PyFuture(std::shared_ptr<detail::CallState> state, std::string display, std::vector<std::string> pickle_keys)
+    : state_(std::move(state)), display_(std::move(display)), pickle_keys_(std::move(pickle_keys)) {}
 
-const char* kind_name(RpcError::Kind kind) {
-  switch (kind) {
-    case RpcError::Kind::remote_exception: return "remote_exception";
-    case RpcError::Kind::unknown_function: return "unknown_function";
-    case RpcError::Kind::bad_arguments: return "bad_arguments";
-    case RpcError::Kind::bad_result: return "bad_result";
-    case RpcError::Kind::unknown_object: return "unknown_object";
-    case RpcError::Kind::node_left: return "node_left";
-    case RpcError::Kind::not_connected: return "not_connected";
-    case RpcError::Kind::timeout: return "timeout";
-    case RpcError::Kind::stopped: return "stopped";
+bool PyFuture::done() const { return state_->done(); }
+
+py::object PyFuture::wait(std::optional<double> timeout_s) {
+  if (!wait_in_slices(timeout_s, [this](std::chrono::milliseconds slice) { return state_->wait(slice); })) {
+    PyErr_SetString(PyExc_TimeoutError, ("no answer yet from call '" + display_ + "'").c_str());
+    throw py::error_already_set();
   }
-  return "unknown";
+  state_->rethrow_if_failed();
+  const EventArgs result = state_->result_args();
+  return result.args.empty() ? py::none() : to_python(result.args[0], display_, any_pickle_allowed(pickle_keys_));
 }
 
-/// The result of call_async: wait() for the value (or the RpcError).
-class PyFuture {
- public:
-  PyFuture(std::shared_ptr<detail::CallState> state, std::string function)
-      : state_(std::move(state)), function_(std::move(function)) {}
-
-  bool done() const { return state_->done(); }
-
-  /// The call's value; None for a function that returns nothing. Raises ditask.RpcError, or
-  /// TimeoutError when `timeout_s` passes first (the call goes on).
-  py::object wait(std::optional<double> timeout_s) {
-    if (!wait_in_slices(timeout_s, [this](std::chrono::milliseconds slice) { return state_->wait(slice); })) {
-      PyErr_SetString(PyExc_TimeoutError, ("no answer yet from call '" + function_ + "'").c_str());
-      throw py::error_already_set();
+bool any_pickle_allowed(const std::vector<std::string>& keys) {
+  for (const auto& key : keys) {
+    if (pickle_allowed(key)) {
+      return true;
     }
-    state_->rethrow_if_failed();
-    const EventArgs result = state_->result_args();
-    return result.args.empty() ? py::none() : to_python(result.args[0], function_, pickle_allowed(function_));
   }
-
- private:
-  std::shared_ptr<detail::CallState> state_;
-  std::string function_;
-};
+  return false;
+}
 
 Callee callee_of(const py::object& to, std::optional<double> timeout_s) {
   Callee callee = py::isinstance<py::str>(to) ? Callee::role(to.cast<std::string>()) : Callee(to.cast<std::int64_t>());
@@ -63,27 +46,46 @@ Callee callee_of(const py::object& to, std::optional<double> timeout_s) {
   return callee;
 }
 
-PyFuture call_async(const py::object& to, const std::string& function, const py::tuple& args, const py::dict& kwargs,
-                    std::optional<double> timeout_s) {
-  EventArgs values = to_event_args(args, kwargs, function, pickle_allowed(function));
-  const Callee callee = callee_of(to, timeout_s);
-  py::gil_scoped_release release;
-  detail::OutgoingCall call = detail::begin_call(callee, function);
+PyFuture start_call(const Callee& callee, std::uint64_t object, const std::string& function, std::string display,
+                    std::vector<std::string> pickle_keys, const py::tuple& args, const py::dict& kwargs) {
+  const bool pickle = any_pickle_allowed(pickle_keys);
+  detail::OutgoingCall call;
+  {
+    py::gil_scoped_release release;
+    call = detail::begin_call(callee, display);
+  }
   if (call.id != 0) {
+    EventArgs header;
     try {
-      EventArgs header = EventArgs::from(call.id, function, std::uint64_t{0}, call.context);
-      header.args.insert(header.args.end(), values.args.begin(), values.args.end());
+      EventArgs values = to_event_args(args, kwargs, display, pickle);  // RRefs: registered for the callee
+      header = EventArgs::from(call.id, function, object, call.context);
+      for (auto& value : values.args) {
+        header.args.push_back(std::move(value));
+      }
       header.kwargs = std::move(values.kwargs);
+    } catch (...) {
+      detail::abort_call(call, std::current_exception());
+      throw;
+    }
+    py::gil_scoped_release release;
+    try {
       detail::send_call_args(call, std::move(header));
     } catch (...) {
       detail::abort_call(call, std::current_exception());
     }
   }
-  return PyFuture(call.state, function);
+  return PyFuture(call.state, std::move(display), std::move(pickle_keys));
+}
+
+namespace {
+
+PyFuture call_async(const py::object& to, const std::string& function, const py::tuple& args, const py::dict& kwargs,
+                    std::optional<double> timeout_s) {
+  return start_call(callee_of(to, timeout_s), 0, function, function, {function}, args, kwargs);
 }
 
 void define(const std::string& name, py::object fn, bool concurrent) {
-  auto callable = std::make_shared<PyCallable>(std::move(fn));
+  auto callable = std::make_shared<SharedPyObject>(std::move(fn));
   auto body = [callable, name](const EventArgs& args) -> json {
     return run_python([&] {
       const bool pickle = pickle_allowed(name);
@@ -114,7 +116,7 @@ void bind_rpc(py::module_& m, py::handle error_base) {
         text += "\nhint: " + e.hint();
       }
       py::object error = py::reinterpret_borrow<py::object>(rpc_error.ptr())(text);
-      error.attr("kind") = kind_name(e.kind());
+      error.attr("kind") = RpcError::kind_name(e.kind());
       error.attr("node") = e.node();
       error.attr("function") = e.function();
       error.attr("reason") = e.reason();

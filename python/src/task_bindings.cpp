@@ -22,7 +22,7 @@ std::optional<Running>& running_guard() {
 }
 
 HandlerId add_handler(const std::string& event, py::object fn, bool once) {
-  auto callable = std::make_shared<PyCallable>(std::move(fn));
+  auto callable = std::make_shared<SharedPyObject>(std::move(fn));
   auto handler = [callable, event](const EventArgs& args) {
     run_python([&] {
       auto [positional, named] = to_python_args(args, event, pickle_allowed(event));

@@ -19,7 +19,7 @@ namespace {
 // `fn` as an entry: called with the GIL, a Python exception becomes the entry's error (its
 // type, message and traceback in the `entry '<main>' failed:` line).
 std::function<void()> entry_of(py::object fn) {
-  auto callable = std::make_shared<PyCallable>(std::move(fn));
+  auto callable = std::make_shared<SharedPyObject>(std::move(fn));
   return [callable] {
     run_python([&] { callable->fn()(); });
   };
@@ -28,7 +28,7 @@ std::function<void()> entry_of(py::object fn) {
 // Worker mode: `resolve(package, main)` imports the user's package and returns its entry.
 int run_worker(std::vector<std::string> args, py::object resolve) {
   launcher::die_with_launcher();
-  auto resolver = std::make_shared<PyCallable>(std::move(resolve));
+  auto resolver = std::make_shared<SharedPyObject>(std::move(resolve));
   py::gil_scoped_release release;
   return detail::worker_entry_points().run_worker(std::move(args), [resolver](const WorkerEnv& env) {
     Gil gil;

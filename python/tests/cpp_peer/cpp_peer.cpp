@@ -9,6 +9,19 @@
 
 #include <ditask/ditask.hpp>
 
+namespace {
+
+/// A C++ class Python creates here with rpc.remote(0, "Tally", args=(5,)) and calls.
+struct Tally {
+  std::int64_t total = 0;
+  Tally() = default;
+  explicit Tally(std::int64_t start) : total(start) {}
+  std::int64_t add(std::int64_t n) { return total += n; }
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Tally, total)
+
+}  // namespace
+
 DITASK_MAIN(peer) {
   auto& task = ditask::task();
   ditask::rpc().define("cpp_add", [](std::int64_t a, std::int64_t b) { return a + b; });
@@ -19,6 +32,8 @@ DITASK_MAIN(peer) {
     }
     return sum;
   });
+  ditask::rpc().define_class<Tally>("Tally").constructor<std::int64_t>().method("add", &Tally::add);
+  ditask::rpc().define("tally_total", [](const ditask::RRef<Tally>& tally) { return tally.local_value()->total; });
   auto running = task.start();
   auto done = task.waiter("done");
   task.on("py_values", [&task](const std::string& text, std::int64_t number, const std::vector<double>& values,

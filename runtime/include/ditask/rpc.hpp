@@ -106,6 +106,20 @@ class DITASK_API Rpc {
 /// The process-wide Rpc. Thread: any.
 DITASK_API Rpc& rpc();
 
+namespace detail {
+/// Throws ditask::Error unless `name` can name a class (not empty, no spaces).
+DITASK_API void check_class_name(const std::string& name);
+/// Defines class `name` for a language binding whose objects have no C++ type of their own
+/// (ditask's Python package), with `constructor` as what remote() calls ("new <name>"). Its
+/// objects are adopted with adopt_named_object; its methods find theirs with serving_object().
+/// Errors: ditask::Error for a bad name.
+DITASK_API void define_named_class(const std::string& name, Handlers constructor);
+/// Adds (or replaces) method `method` of class `class_name` (defined first). Errors:
+/// ditask::Error when the class is not defined.
+DITASK_API void define_named_method(const std::string& class_name, std::string method, Handlers handlers,
+                                    bool concurrent);
+}  // namespace detail
+
 /// Adds the constructor and methods of a class defined with Rpc::define_class.
 template <class T>
 class ClassDef {

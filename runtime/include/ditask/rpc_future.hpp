@@ -46,6 +46,8 @@ class DITASK_API RpcError : public Error {
   const std::string& function() const noexcept { return function_; }
   /// The reason alone, without the call's description (a remote exception's what()).
   const std::string& reason() const noexcept { return reason_; }
+  /// The kind's name as written in the enum ("remote_exception", "timeout", ...).
+  static const char* kind_name(Kind kind) noexcept;
 
  private:
   Kind kind_;

@@ -61,6 +61,8 @@ DITASK_API const std::string& class_name_of(const std::type_info& type);
 /// Makes `object` (of a defined class) callable by others and returns this node's record.
 /// Errors: ditask::Error when the task is not running in a worker, or the class is undefined.
 DITASK_API std::shared_ptr<RefRecord> adopt_object(std::shared_ptr<void> object, const std::type_info& type);
+/// adopt_object for a class defined by name only (define_named_class). Errors: as adopt_object.
+DITASK_API std::shared_ptr<RefRecord> adopt_named_object(std::shared_ptr<void> object, const std::string& class_name);
 
 }  // namespace detail
 

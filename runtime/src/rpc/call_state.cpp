@@ -6,6 +6,21 @@
 
 namespace ditask {
 
+const char* RpcError::kind_name(Kind kind) noexcept {
+  switch (kind) {
+    case Kind::remote_exception: return "remote_exception";
+    case Kind::unknown_function: return "unknown_function";
+    case Kind::bad_arguments: return "bad_arguments";
+    case Kind::bad_result: return "bad_result";
+    case Kind::unknown_object: return "unknown_object";
+    case Kind::node_left: return "node_left";
+    case Kind::not_connected: return "not_connected";
+    case Kind::timeout: return "timeout";
+    case Kind::stopped: return "stopped";
+  }
+  return "unknown";
+}
+
 RpcError::RpcError(Kind kind, std::int64_t node, std::string function, std::string message, std::string hint)
     : Error("call '" + function + "' on node " + std::to_string(node) + " failed: " + message, std::move(hint)),
       kind_(kind),

@@ -128,6 +128,29 @@ std::shared_ptr<RefRecord> adopt_object(std::shared_ptr<void> object, const std:
   return engine_or_throw("make a remote-object handle")->objects().adopt(std::move(object), name);
 }
 
+std::shared_ptr<RefRecord> adopt_named_object(std::shared_ptr<void> object, const std::string& class_name) {
+  if (!rpc_registry().has_class(class_name)) {
+    throw Error("class '" + class_name + "' is not defined for remote calls", "define it on every node first");
+  }
+  return engine_or_throw("make a remote-object handle")->objects().adopt(std::move(object), class_name);
+}
+
+void check_class_name(const std::string& name) {
+  if (name.empty() || name.find(' ') != std::string::npos) {
+    throw Error("a class for remote calls needs a name without spaces, got '" + name + "'");
+  }
+}
+
+void define_named_class(const std::string& name, Handlers constructor) {
+  check_class_name(name);
+  rpc_registry().define_named_class(name);
+  rpc_registry().define("new " + name, std::move(constructor), false);
+}
+
+void define_named_method(const std::string& class_name, std::string method, Handlers handlers, bool concurrent) {
+  rpc_registry().define_method(class_name, std::move(method), std::move(handlers), concurrent);
+}
+
 }  // namespace detail
 
 // ---- Rpc ----
@@ -160,9 +183,7 @@ void Rpc::define_entry(std::string name, detail::Handlers handlers, bool concurr
 }
 
 void Rpc::define_class_entry(const std::type_info& type, const std::string& name) {
-  if (name.empty() || name.find(' ') != std::string::npos) {
-    throw Error("a class for remote calls needs a name without spaces, got '" + name + "'");
-  }
+  detail::check_class_name(name);
   detail::rpc_registry().define_class(std::type_index(type), name);
 }
 

@@ -41,6 +41,16 @@ void RpcRegistry::define_class(std::type_index type, const std::string& name) {
   class_names_[type] = &it->first;
 }
 
+void RpcRegistry::define_named_class(const std::string& name) {
+  std::unique_lock lock(mutex_);
+  classes_.try_emplace(name).first->second.name = name;
+}
+
+bool RpcRegistry::has_class(std::string_view name) const {
+  std::shared_lock lock(mutex_);
+  return classes_.find(name) != classes_.end();
+}
+
 void RpcRegistry::define_method(const std::string& class_name, std::string method, Handlers handlers,
                                 bool concurrent) {
   std::unique_lock lock(mutex_);

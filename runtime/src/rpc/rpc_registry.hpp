@@ -47,6 +47,10 @@ class RpcRegistry {
   std::shared_ptr<const RpcEntry> function(std::string_view name) const;
   /// Defines class `name` for `type` (again: the same class, kept).
   void define_class(std::type_index type, const std::string& name);
+  /// Defines class `name` with no C++ type (a language binding's class; again: kept).
+  void define_named_class(const std::string& name);
+  /// True when class `name` is defined.
+  bool has_class(std::string_view name) const;
   /// Adds (or replaces) a method of class `class_name` (defined first).
   void define_method(const std::string& class_name, std::string method, Handlers handlers, bool concurrent);
   /// Method `method` of class `class_name`, or null.
