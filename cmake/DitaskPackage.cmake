@@ -5,6 +5,8 @@
 #                                    it points to), lib/ditask/plugins/, share/ditask/configs/;
 #   ditask-dev_<version>_<arch>.deb  include/ditask/, the libditask_runtime.so link,
 #                                    libditask_launcher.a, lib/cmake/ditask/.
+#   python3-ditask_<version>_<arch>.deb  the package ditask in lib/python3/dist-packages/ (where
+#                                    the Python component is built).
 # Both install under /usr. Depends of ditask comes from dpkg-shlibdeps (dpkg-dev; `file` too);
 # ditask-dev depends on ditask of the same version and on what lib/cmake/ditask/ditaskConfig.cmake
 # finds (find_dependency in cmake/ditaskConfig.cmake.in: nlohmann_json; Threads is libc's).
@@ -86,6 +88,29 @@ ditask::launcher, to build modules for the ditask launcher.")
 # 160 packages as dependencies, and dpkg-shlibdeps would have to look into ditask's own package
 # for libditask_runtime.so. Build from source for it (docs/building.md).
 set(CPACK_COMPONENTS_ALL runtime Unspecified development)
+
+# The Python package (where the Python component is built): python3-ditask, the package `ditask`
+# in /usr/lib/python3/dist-packages (python/CMakeLists.txt). Its Depends are written here:
+# dpkg-shlibdeps cannot see libditask_runtime in another package being built. The extension is
+# built for the one Python version found (its ABI tag names it); NumPy is optional (imported when
+# an array travels).
+if(DITASK_WITH_PYTHON)
+  list(APPEND CPACK_COMPONENTS_ALL python)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-ditask)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SHLIBDEPS OFF)
+  math(EXPR ditask_python_next "${Python3_VERSION_MINOR} + 1")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+      "ditask (= ${PROJECT_VERSION}), python3 (>= ${Python3_VERSION_MAJOR}.${Python3_VERSION_MINOR}), \
+python3 (<< ${Python3_VERSION_MAJOR}.${ditask_python_next}), libc6, libstdc++6, libgcc-s1")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_RECOMMENDS "python3-numpy")
+  set(CPACK_DEBIAN_PYTHON_DESCRIPTION
+      "launcher and runtime for multi-process task pipelines - Python package
+The Python package ditask: DI-engine's task and Parallel API (task.on, emit,
+use, run, Parallel.runner), remote calls and objects, and groups, on the
+ditask runtime. With it, `ditask --package my_pkg.py --main my_pkg.main`
+runs Python workers, beside C++ ones in one job if wanted.")
+endif()
 include(CPack)
 cpack_add_component_group(ditask)
 cpack_add_component_group(dev)
@@ -93,3 +118,7 @@ cpack_add_component(runtime DISPLAY_NAME "ditask launcher, runtime and examples"
 cpack_add_component(Unspecified DISPLAY_NAME "ditask launcher and configs" GROUP ditask)
 cpack_add_component(development DISPLAY_NAME "ditask development files" GROUP dev
                     DEPENDS runtime)
+if(DITASK_WITH_PYTHON)
+  cpack_add_component_group(python)
+  cpack_add_component(python DISPLAY_NAME "ditask Python package" GROUP python DEPENDS runtime)
+endif()

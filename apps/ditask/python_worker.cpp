@@ -45,6 +45,11 @@ void add_package_to_python_path(const std::string& exe) {
 #ifdef DITASK_PYTHON_PACKAGE_DIR
   folders.push_back(prefix / DITASK_PYTHON_PACKAGE_DIR);
 #endif
+  // The .deb's place (python3-ditask under /usr). Not for /usr itself, where python3 looks anyway:
+  // in front of PYTHONPATH, all of Debian's packages would shadow those of a user's venv.
+  if (prefix != "/usr") {
+    folders.push_back(prefix / "lib/python3/dist-packages");
+  }
   std::string path;
   for (const auto& folder : folders) {
     std::error_code ec;

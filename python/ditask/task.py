@@ -13,6 +13,7 @@ from .context import Context
 from .middleware import Pipeline
 
 _BOTH, _LOCAL, _REMOTE = 0, 1, 2
+_ROUTER_PREFIX = "parallel:"  # router.emit's events travel under their own names (also in module.cpp)
 
 
 class Router:
@@ -49,6 +50,26 @@ class Router:
     def stats(self):
         """The transport's counters: sent, acked, received, lost, dropped, unhandled."""
         return _ditask.router_stats()
+
+    # ---- DI-engine's Parallel-level pub/sub: between processes only, apart from task events ----
+    def on(self, event, fn):
+        """Calls ``fn(*args, **kwargs)`` for each ``router.emit(event, ...)`` of a peer (never
+        this process's own). Needs a started task (the job's connections live in it)."""
+        _ditask.on(_ROUTER_PREFIX + event, fn)
+
+    def once(self, event, fn):
+        """Like on(), for the next one only."""
+        _ditask.once(_ROUTER_PREFIX + event, fn)
+
+    def off(self, event):
+        """Removes every handler of the events matching the fnmatch pattern `event`."""
+        _ditask.off_pattern(_ROUTER_PREFIX + event)
+
+    def emit(self, event, *args, **kwargs):
+        """Sends `event` to every peer, never to this process; a no-op outside a job (DI-engine's
+        inactive Parallel)."""
+        if self.is_active:
+            _ditask.emit(_ROUTER_PREFIX + event, args, kwargs, _REMOTE)
 
 
 class Task:

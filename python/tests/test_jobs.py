@@ -149,3 +149,13 @@ def test_an_interpreter_that_cannot_run_ditask_is_a_usage_error(ditask_job):
     assert r.returncode == 2
     assert "ditask: error: the Python interpreter '/bin/false' could not run ditask's worker (exit 1)" in r.stderr
     assert "ditask: hint: " in r.stderr
+
+
+def test_router_pub_sub_between_workers_over_ipc_and_tcp(python_job):
+    """DI-engine's test_parallel_run."""
+    r = python_job("runner_pubsub.py")
+    assert r.returncode == 0, r.stderr
+    for protocol in ("ipc", "tcp"):
+        assert "%s runner returned 0" % protocol in r.stdout, r.stdout
+    assert r.stdout.count("[node 0] node 0 got the ping of node 1") == 2, r.stdout
+    assert r.stdout.count("[node 1] node 1 got the ping of node 0") == 2, r.stdout

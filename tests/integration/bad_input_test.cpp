@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "fixtures.hpp"
+#include "skip.hpp"
 
 #include "run_ditask.hpp"
 
@@ -133,6 +134,21 @@ TEST_CASE("bad input: a module whose dependency is missing shows the dlopen erro
 }
 
 // --- option values ---------------------------------------------------------------------------
+
+TEST_CASE("bad input: a Python package where ditask was built without its Python component",
+          "[integration][bad-input]") {
+  if (DITASK_TEST_WITH_PYTHON) {  // python/tests covers this build's Python packages
+    DITASK_SKIP("this build has the Python component (the error is for builds without it: asan, tsan)");
+  }
+  const std::string job = std::string(DITASK_SOURCE_DIR) + "/python/examples/greeting/greeting.py";
+  auto r = run_ditask({"--package", job, "--main", "greeting.main"}, 20s, {}, {"DITASK_PYTHON"});
+  INFO(describe(r));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ditask: error: '" + job +
+                               "' is a Python package, and this ditask was built without its Python component\n"));
+  CHECK_THAT(r.err, Contains("ditask: hint: install pybind11-dev and python3-dev and build again"));
+  CHECK(r.out.empty());
+}
 
 TEST_CASE("bad input: --parallel-workers 0 or negative", "[integration][bad-input]") {
   expect_usage_error({"--package", greeting(), "--parallel-workers", "0"},

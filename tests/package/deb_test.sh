@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Checks the Debian packages that `cpack -G DEB` (scripts/package.sh) wrote into a build dir:
-#   1. ditask_<version>_<arch>.deb and ditask-dev_<version>_<arch>.deb exist; their control fields
+#   1. ditask_<version>_<arch>.deb and ditask-dev_<version>_<arch>.deb exist (and
+#      python3-ditask_<version>_<arch>.deb where the build has the Python component); their control fields
 #      (dpkg-deb -f) name the package, version, architecture, maintainer and description, the
 #      Depends of ditask (dpkg-shlibdeps) holds libc6 and libstdc++6, that of ditask-dev holds
-#      "ditask (= <version>)" and nlohmann-json3-dev;
+#      "ditask (= <version>)" and nlohmann-json3-dev, that of python3-ditask ditask and python3;
 #   2. their contents (dpkg-deb -c): each file is in the package it belongs to and in no other,
 #      and the files that matter are there (bin/ditask, the versioned runtime with its SONAME, the
 #      example plugins and configs; the headers, the .so link, libditask_launcher.a, ditaskConfig.cmake);
 #   3. both are extracted into a scratch root (dpkg-deb -x: no root rights, nothing is installed on
 #      the machine); <root>/usr/bin/ditask finds its runtime through RUNPATH $ORIGIN/../lib and the
 #      example plugins by name, and run.sh --prefix=<root>/usr builds tests/package/project against
-#      the root (CMAKE_PREFIX_PATH) and runs its programs and its module with <root>/usr/bin/ditask.
+#      the root (CMAKE_PREFIX_PATH) and runs its programs and its module with <root>/usr/bin/ditask
+#      (and a Python package, with python3-ditask).
 # Usage: deb_test.sh [--build-dir=build/release] [--work-dir=<build-dir>/deb-test] [--launcher=ccache]
 # The work dir is deleted first and again on success; on failure it is kept for inspection.
 # Prints "deb test passed" at the end, or "deb test failed: <why>" and exits 1.
@@ -47,10 +49,16 @@ version="$(sed -n 's/^CMAKE_PROJECT_VERSION:[A-Z]*=//p' "$build_dir/CMakeCache.t
 arch="$(dpkg --print-architecture)"
 deb="$build_dir/ditask_${version}_${arch}.deb"
 dev_deb="$build_dir/ditask-dev_${version}_${arch}.deb"
-for f in "$deb" "$dev_deb"; do
+debs=("$deb" "$dev_deb")
+py_deb=""
+if [[ -f "$build_dir/lib/ditask/python/ditask/__init__.py" ]]; then  # the Python component was built
+  py_deb="$build_dir/python3-ditask_${version}_${arch}.deb"
+  debs+=("$py_deb")
+fi
+for f in "${debs[@]}"; do
   [[ -f "$f" ]] || fail "$f is missing (run scripts/package.sh, or cpack -G DEB in $build_dir)"
+  echo "-- $(basename "$f") ($(stat -c %s "$f") bytes)"
 done
-echo "-- $(basename "$deb") ($(stat -c %s "$deb") bytes), $(basename "$dev_deb") ($(stat -c %s "$dev_deb") bytes)"
 
 rm -rf "$work_dir"
 mkdir -p "$work_dir"
@@ -59,7 +67,7 @@ mkdir -p "$work_dir"
 field() { dpkg-deb -f "$1" "$2"; }
 # has_dep "<Depends>" name: name is one of the alternatives of the list (any version constraint).
 has_dep() { tr ',|' '\n' <<<"$1" | sed 's/^ *//; s/[ (].*//' | grep -qxF "$2"; }
-for f in "$deb" "$dev_deb"; do
+for f in "${debs[@]}"; do
   name="$(basename "$f")"
   name="${name%%_*}"
   [[ "$(field "$f" Package)" == "$name" ]] || fail "$f: Package is '$(field "$f" Package)', not $name"
@@ -78,6 +86,12 @@ dev_depends="$(field "$dev_deb" Depends)"
 echo "-- ditask-dev Depends: $dev_depends"
 grep -qF "ditask (= $version)" <<<"$dev_depends" || fail "the Depends of ditask-dev lacks 'ditask (= $version)'"
 has_dep "$dev_depends" nlohmann-json3-dev || fail "the Depends of ditask-dev lacks nlohmann-json3-dev"
+if [[ -n "$py_deb" ]]; then
+  py_depends="$(field "$py_deb" Depends)"
+  echo "-- python3-ditask Depends: $py_depends"
+  grep -qF "ditask (= $version)" <<<"$py_depends" || fail "the Depends of python3-ditask lacks 'ditask (= $version)'"
+  has_dep "$py_depends" python3 || fail "the Depends of python3-ditask lacks python3"
+fi
 # dpkg-shlibdeps of a package holding a user module then finds "ditask (= <version>)".
 shlibs="$(dpkg-deb -I "$deb" shlibs 2>/dev/null || true)"
 grep -qx "libditask_runtime [0-9.]* ditask (= $version)" <<<"$shlibs" ||
@@ -96,6 +110,16 @@ stray="$(grep -Ev "$dev_re" "$work_dir/ditask-dev.files" || true)"
 [[ -z "$stray" ]] || fail "files in ditask-dev that belong elsewhere: $stray"
 both="$(comm -12 "$work_dir/ditask.files" "$work_dir/ditask-dev.files")"
 [[ -z "$both" ]] || fail "files in both packages: $both"
+if [[ -n "$py_deb" ]]; then
+  contents "$py_deb" >"$work_dir/python3-ditask.files"
+  stray="$(grep -Ev '^usr/lib/python3/dist-packages/ditask/(_ditask\.cpython-[^/]+\.so|[a-z_]+\.py)$' \
+    "$work_dir/python3-ditask.files" || true)"
+  [[ -z "$stray" ]] || fail "files in python3-ditask that belong elsewhere: $stray"
+  grep -q '^usr/lib/python3/dist-packages/ditask/_ditask\.cpython-.*\.so$' "$work_dir/python3-ditask.files" ||
+    fail "python3-ditask lacks the extension _ditask"
+  both="$(sort "$work_dir/ditask.files" "$work_dir/ditask-dev.files" | comm -12 - "$work_dir/python3-ditask.files")"
+  [[ -z "$both" ]] || fail "files in python3-ditask and another package: $both"
+fi
 need() {
   local list=$1 path
   shift
@@ -107,6 +131,8 @@ need ditask usr/bin/ditask usr/lib/ditask/plugins/libgreeting.so usr/lib/ditask/
   usr/lib/ditask/plugins/libbiggraph.so usr/lib/ditask/plugins/biggraph/debian12_deps.tsv.gz \
   "usr/lib/libditask_runtime\.so\.${version//./\\.}"
 grep -q '^usr/share/ditask/configs/.*\.json$' "$work_dir/ditask.files" || fail "ditask has no configs"
+[[ -z "$py_deb" ]] || need python3-ditask usr/lib/python3/dist-packages/ditask/__init__.py \
+  usr/lib/python3/dist-packages/ditask/_worker.py usr/lib/python3/dist-packages/ditask/task.py
 need ditask-dev usr/include/ditask/ditask.hpp usr/include/ditask/launcher/parallel.hpp \
   usr/lib/libditask_runtime.so usr/lib/libditask_launcher.a usr/lib/cmake/ditask/ditaskConfig.cmake \
   usr/lib/cmake/ditask/ditaskConfigVersion.cmake usr/lib/cmake/ditask/ditaskTargets.cmake
@@ -117,6 +143,7 @@ root="$work_dir/root"
 mkdir -p "$root"
 dpkg-deb -x "$deb" "$root"
 dpkg-deb -x "$dev_deb" "$root"
+[[ -z "$py_deb" ]] || dpkg-deb -x "$py_deb" "$root"
 lib="$root/usr/lib/libditask_runtime.so"
 soname="$(objdump -p "$lib" | awk '$1 == "SONAME" {print $2}')"
 [[ "$soname" =~ ^libditask_runtime\.so\.[0-9]+\.[0-9]+$ ]] || fail "the SONAME of the runtime is '$soname'"
