@@ -61,7 +61,12 @@ launcher::RawValues raw_values(const RunnerOptions& o, const std::string& exe) {
       {"grace-period", std::to_string(o.grace_period)},
       {"timeout", std::to_string(o.timeout)},
       {"log-level", o.log_level},
+      {"mq-type", o.mq_type},
   };
+  if (o.mq_type == "redis") {
+    raw["redis-host"] = o.redis_host;
+    raw["redis-port"] = std::to_string(o.redis_port);
+  }
   if (!o.ports.empty()) {
     raw["ports"] = numbers(o.ports);
   }
@@ -99,10 +104,11 @@ int Runner::operator()(const std::function<void()>& main_fn) const {
   }
   const std::string exe = own_exe();
   // Only the runner's own options count: DITASK_LAUNCH_* steer the ditask command, not programs.
-  // DITASK_RUN_ID and DITASK_TOKEN still apply, as for ditask: a job's shared run id and secret.
+  // DITASK_RUN_ID, DITASK_TOKEN and DITASK_REDIS_PASSWORD still apply, as for ditask: a job's
+  // shared run id and secrets.
   std::map<std::string, std::string> inherited;
   for (const auto& [key, value] : launcher::current_environment()) {
-    if (key == "DITASK_RUN_ID" || key == "DITASK_TOKEN") {
+    if (key == "DITASK_RUN_ID" || key == "DITASK_TOKEN" || key == "DITASK_REDIS_PASSWORD") {
       inherited.emplace(key, value);
     }
   }

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
 """Shared fixtures: the ditask binary under test (DITASK_BIN, set by ctest) and a job runner."""
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -42,3 +45,35 @@ def python_job(tmp_path):
                               capture_output=True, text=True, timeout=timeout)
 
     return run
+
+
+def _answers_ping(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def redis_port(tmp_path):
+    """A redis-server of this test's own on a free loopback port, without persistence; its port.
+    Skips where redis-server is not installed."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (Debian's redis-server)")
+    for _ in range(10):  # a free port can be taken between choosing it and the server's bind
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                   "--appendonly", "no", "--dir", str(tmp_path)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while server.poll() is None and not _answers_ping(port):
+            time.sleep(0.01)
+        if server.poll() is None:
+            yield port
+            server.terminate()
+            server.wait(timeout=30)
+            return
+    pytest.fail("redis-server did not start on a free port in 10 tries")

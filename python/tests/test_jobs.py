@@ -5,6 +5,8 @@ import os
 import signal
 import subprocess
 
+import pytest
+
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "greeting")
 
 
@@ -159,3 +161,78 @@ def test_router_pub_sub_between_workers_over_ipc_and_tcp(python_job):
         assert "%s runner returned 0" % protocol in r.stdout, r.stdout
     assert r.stdout.count("[node 0] node 0 got the ping of node 1") == 2, r.stdout
     assert r.stdout.count("[node 1] node 1 got the ping of node 0") == 2, r.stdout
+
+
+def test_python_workers_over_redis(ditask_job, python_job, redis_port):
+    """--mq-type redis with the ditask command, and Parallel.runner(mq_type="redis")."""
+    r = ditask_job("--package", "jobs.py", "--main", "jobs.emit_remote", "--parallel-workers", "2",
+                   "--mq-type", "redis", "--redis-port", str(redis_port))
+    assert r.returncode == 0, r.stderr
+    assert "[node 0] node 0 got %d in order" % 200 in r.stdout, r.stdout
+    r = python_job("runner_pubsub.py", "redis", str(redis_port))
+    assert r.returncode == 0, r.stderr
+    assert "redis runner returned 0" in r.stdout and "[node 0] node 0 got the ping of node 1" in r.stdout, r.stdout
+
+
+def _ports_free_on(addresses, count):
+    """A first port such that it and the next count-1 bind on every one of `addresses` now."""
+    import socket
+
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind((addresses[0], 0))
+            first = probe.getsockname()[1]
+        try:
+            for address in addresses:
+                for port in range(first, first + count):
+                    with socket.socket() as other:
+                        other.bind((address, port))
+            return first
+        except OSError:
+            continue
+    raise AssertionError("no %d ports free on %s" % (count, addresses))
+
+
+def test_python_workers_in_simulated_k8s_pods(tmp_path):
+    """--platform k8s: two pods of an Indexed Job (JOB_COMPLETION_INDEX), their host names mapped
+    to 127.0.0.1 and 127.0.0.2 by a hosts file of the test's own; each pod runs two Python workers."""
+    binary = os.environ.get("DITASK_BIN", "ditask")
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 py-0.py\n127.0.0.2 py-1.py\n")
+    port = _ports_free_on(["127.0.0.1", "127.0.0.2"], 2)  # two workers a pod
+    pods = []
+    for index in (0, 1):
+        env = dict(os.environ, JOB_COMPLETION_INDEX=str(index))
+        pods.append(subprocess.Popen(
+            [binary, "--platform", "k8s", "--hosts-file", str(hosts), "--ports", str(port),
+             "--world-size", "4", "--host-pattern", "py-{index}.py", "--run-id", "py-job", "--parallel-workers", "2",
+             "--package", "jobs.py", "--main", "jobs.groups"],
+            cwd=os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs"), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=120) for p in pods]
+    for p, (out, err) in zip(pods, outs):
+        assert p.returncode == 0, err
+    all_out = outs[0][0] + outs[1][0]
+    for node in range(4):
+        assert "[node %d] node %d group [0, 1, 2, 3] broadcast 3 sum [4.0, 6.0]" % (node, node) in all_out, all_out
+
+
+def test_metrics_reach_tensorboard_files(ditask_job, tmp_path):
+    """ditask.metrics with --metrics-dir: one TensorBoard run per node, read back by an
+    independent reader (tests/integration/read_tfevents.py, Debian's python3-protobuf)."""
+    import json
+    import sys
+
+    pytest.importorskip("google.protobuf", reason="python3-protobuf is not installed")
+    r = ditask_job("--package", "jobs.py", "--main", "jobs.metrics", "--parallel-workers", "2",
+                   "--metrics-dir", str(tmp_path / "runs"))
+    assert r.returncode == 0, r.stderr
+    reader = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "integration",
+                          "read_tfevents.py")
+    read = subprocess.run([sys.executable, reader, str(tmp_path / "runs")], capture_output=True, text=True)
+    assert read.returncode == 0, read.stderr
+    runs = json.loads(read.stdout)
+    for node in (0, 1):
+        run = runs["node-%d" % node]
+        assert run["scalars"]["reward"] == [[s, 10.0 * node + s] for s in range(3)], run
+        histogram = run["histograms"]["weights"][0]
+        assert histogram[0] == 2 and histogram[1]["num"] == 6 and histogram[1]["max"] == 5.0, histogram

@@ -5,6 +5,7 @@
 #   - srun -n 4 --parallel-workers 1 and srun -n 2 --parallel-workers 2: every node hears every
 #     other, node ids 0-3, exit 0;
 #   - a task whose worker exits 5: srun returns 5 (the highest task code);
+#   - srun -n 3 of the Python greeting (where the build has the Python component);
 #   - scancel --signal=TERM on a running step: every worker stops gracefully (its run() ends, its
 #     task broadcasts finish) after one "SIGTERM" event (Slurm's copy and the launcher's forward
 #     make one), the launchers' summary says so, srun returns 143;
@@ -72,6 +73,22 @@ if ((rc == 5)) && grep -q "ditask: job failed: node 1 (pid [0-9]*, attempt 0) ex
   ok "a task whose worker exits 5: srun exits 5, its launcher names the node"
 else
   fail "failing task: srun exited $rc"; cat "$work/fail.log"
+fi
+
+# --- Python workers, where this build has the Python component ----------------------------
+if [[ -f "$(dirname "$ditask")/../lib/ditask/python/ditask/__init__.py" ]]; then
+  rc=0
+  timeout 120 srun -n 3 "$ditask" --platform slurm --hosts-file "$hosts" --startup-timeout 30 \
+    --package "$root/python/examples/greeting/greeting.py" --main greeting.main --parallel-workers 1 \
+    >"$work/python.log" 2>&1 || rc=$?
+  if ((rc == 0)) && [[ $(grep -cx "\[node 0\] Get msg: Hi" "$work/python.log") == 2 ]] &&
+     [[ $(grep -c "^\[node [0-2]\] node [0-2] ran [0-9]* steps$" "$work/python.log") == 3 ]]; then
+    ok "srun -n 3 of a Python package: node 0 got both greetings"
+  else
+    fail "srun -n 3 of a Python package exited $rc"; cat "$work/python.log"
+  fi
+else
+  ok "no Python component in this build: the Python srun case is not run"
 fi
 
 # --- waiting for lines ------------------------------------------------------------------

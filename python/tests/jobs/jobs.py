@@ -182,3 +182,15 @@ def pickle_refused():
             task.wait_for("never", timeout=60)
         else:
             task.emit_to_node(0, "point2", Point(5))
+
+
+def metrics():
+    """Each node records a curve and a histogram (ditask --metrics-dir)."""
+    from ditask import metrics as m
+
+    with task.start():
+        node = task.router.node_id
+        assert m.enabled()
+        for step in range(3):
+            m.scalar("reward", step, 10.0 * node + step)
+        m.histogram("weights", 2, np.arange(6, dtype=np.float32).reshape(2, 3))

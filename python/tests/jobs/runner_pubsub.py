@@ -28,7 +28,10 @@ def main():
 
 
 if __name__ == "__main__":
-    for protocol in ("ipc", "tcp"):
-        code = Parallel.runner(n_parallel_workers=2, protocol=protocol, startup_interval=0.1)(main)
-        print("%s runner returned %d" % (protocol, code), flush=True)
-    sys.exit(0)
+    if sys.argv[1:2] == ["redis"]:  # runner_pubsub.py redis PORT: over a Redis server
+        code = Parallel.runner(n_parallel_workers=2, mq_type="redis", redis_port=int(sys.argv[2]))(main)
+        print("redis runner returned %d" % code, flush=True)
+    else:
+        for protocol in ("ipc", "tcp"):
+            code = Parallel.runner(n_parallel_workers=2, protocol=protocol, startup_interval=0.1)(main)
+            print("%s runner returned %d" % (protocol, code), flush=True)

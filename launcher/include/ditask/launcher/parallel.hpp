@@ -28,6 +28,9 @@ struct RunnerOptions {
   std::string log_dir;
   std::string log_level = "warn";
   std::string roles;  ///< as --roles, e.g. "learner:0,collector:1-"; empty: none
+  std::string mq_type = "nng";          ///< as --mq-type: "nng" (the mesh) or "redis"
+  std::string redis_host = "127.0.0.1";  ///< as --redis-host (mq_type "redis")
+  std::int64_t redis_port = 6379;        ///< as --redis-port (mq_type "redis")
 };
 
 /// Runs a program's `main_fn` as a supervised job. Returned by Parallel::runner.
@@ -38,8 +41,9 @@ class Runner {
   /// n_parallel_workers workers with the environment contract, supervises them exactly as the
   /// ditask command does, and returns the job's exit code. In a worker: runs `main_fn` with
   /// task().router() active and returns 0, or 1 when it threw. Code before the runner call
-  /// runs in every process. DITASK_RUN_ID and DITASK_TOKEN of the environment are the run id
-  /// and mesh secret, as for ditask; mesh settings otherwise keep their defaults.
+  /// runs in every process. DITASK_RUN_ID, DITASK_TOKEN and DITASK_REDIS_PASSWORD of the
+  /// environment are the run id, mesh secret and Redis password, as for ditask; mesh settings
+  /// otherwise keep their defaults.
   /// Errors: ditask::Error for invalid options (launching process).
   int operator()(const std::function<void()>& main_fn) const;
 
