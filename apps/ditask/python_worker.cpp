@@ -42,12 +42,13 @@ void append_path(std::string& path, const std::string& folder) {
 void add_package_to_python_path(const std::string& exe) {
   const fs::path prefix = fs::path(exe).parent_path().parent_path();
   std::vector<fs::path> folders = {prefix / "lib/ditask/python"};
-#ifdef DITASK_PYTHON_PACKAGE_DIR
-  folders.push_back(prefix / DITASK_PYTHON_PACKAGE_DIR);
-#endif
-  // The .deb's place (python3-ditask under /usr). Not for /usr itself, where python3 looks anyway:
-  // in front of PYTHONPATH, all of Debian's packages would shadow those of a user's venv.
+  // The installed package: where cmake --install put it, or the .deb's place (python3-ditask).
+  // Not under /usr itself, where python3 looks anyway: in front of PYTHONPATH, all of Debian's
+  // packages there would shadow those of a user's venv.
   if (prefix != "/usr") {
+#ifdef DITASK_PYTHON_PACKAGE_DIR
+    folders.push_back(prefix / DITASK_PYTHON_PACKAGE_DIR);
+#endif
     folders.push_back(prefix / "lib/python3/dist-packages");
   }
   std::string path;

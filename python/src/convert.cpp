@@ -32,8 +32,11 @@ constexpr DtypeCode kDtypes[] = {
 
 std::string type_name(py::handle value) { return Py_TYPE(value.ptr())->tp_name; }
 
+// " (argument 0[1])": where in the arguments a value is; empty for a value on its own.
+std::string place(const std::string& where) { return where.empty() ? "" : " (" + where + ")"; }
+
 [[noreturn]] void refuse(py::handle value, const std::string& where, const std::string& event) {
-  throw Error("cannot send a value of type '" + type_name(value) + "'" + where + " in event '" + event + "'",
+  throw Error("cannot send a value of type '" + type_name(value) + "'" + place(where) + " in event '" + event + "'",
               "events carry None, bool, int, float, str, bytes, lists, tuples, dicts with str keys and "
               "NumPy arrays; ditask.allow_pickle('" + event + "') on both sides pickles the rest (a pickle "
               "runs the sender's code on the receiver)");
@@ -134,6 +137,24 @@ py::object array_to_python(const std::vector<std::uint8_t>& bytes, const std::st
   return array;
 }
 
+thread_local Handles t_handles = Handles::refuse;
+thread_local std::size_t t_handles_seen = 0;
+
+json handle_to_json(py::handle value, const std::string& where, const std::string& event) {
+  switch (t_handles) {
+    case Handles::refuse:
+      throw Error("cannot send a remote-object handle (RRef)" + place(where) + " in event '" + event + "'",
+                  "an RRef travels only as an argument or the result of a remote call (rpc.call, rref.rpc_sync())");
+    case Handles::placeholder:
+      ++t_handles_seen;
+      return nullptr;
+    case Handles::registered:
+      ++t_handles_seen;
+      return rref_to_json(value);
+  }
+  return nullptr;
+}
+
 json value_to_json(py::handle value, const std::string& where, const std::string& event, bool pickle) {
   PyObject* p = value.ptr();
   if (p == Py_None) {
@@ -153,7 +174,7 @@ json value_to_json(py::handle value, const std::string& where, const std::string
       return static_cast<std::uint64_t>(u);
     }
     PyErr_Clear();
-    throw Error("cannot send the int" + where + " in event '" + event + "': it does not fit in 64 bits",
+    throw Error("cannot send the int" + place(where) + " in event '" + event + "': it does not fit in 64 bits",
                 "send it as a str, or pickle it with ditask.allow_pickle('" + event + "')");
   }
   if (PyFloat_Check(p)) {
@@ -180,7 +201,7 @@ json value_to_json(py::handle value, const std::string& where, const std::string
     json out = json::object();
     for (auto [key, item] : value.cast<py::dict>()) {
       if (!PyUnicode_Check(key.ptr())) {
-        throw Error("cannot send a dict with a key of type '" + type_name(key) + "'" + where + " in event '" + event + "'",
+        throw Error("cannot send a dict with a key of type '" + type_name(key) + "'" + place(where) + " in event '" + event + "'",
                     "dict keys travel as str only (MessagePack maps of JSON)");
       }
       auto name = key.cast<std::string>();
@@ -189,7 +210,7 @@ json value_to_json(py::handle value, const std::string& where, const std::string
     return out;
   }
   if (is_rref(value)) {
-    return rref_to_json(value);
+    return handle_to_json(value, where, event);
   }
   const std::string name = type_name(value);
   if (name == "numpy.ndarray") {
@@ -208,6 +229,30 @@ json value_to_json(py::handle value, const std::string& where, const std::string
 }  // namespace
 
 json to_json(py::handle value, const std::string& event, bool pickle) { return value_to_json(value, "", event, pickle); }
+
+HandleScope::HandleScope(Handles mode) : previous_mode_(t_handles), previous_seen_(t_handles_seen) {
+  t_handles = mode;
+  t_handles_seen = 0;
+}
+
+HandleScope::~HandleScope() {
+  t_handles = previous_mode_;
+  t_handles_seen = previous_seen_;
+}
+
+std::size_t HandleScope::seen() const { return t_handles_seen; }
+
+json result_to_json(py::handle value, const std::string& call, bool pickle) {
+  {
+    HandleScope first(Handles::placeholder);
+    json plain = to_json(value, call, pickle);
+    if (first.seen() == 0) {
+      return plain;
+    }
+  }
+  HandleScope handles(Handles::registered);
+  return to_json(value, call, pickle);
+}
 
 py::object to_python(const json& value, const std::string& event, bool pickle) {
   switch (value.type()) {
@@ -264,11 +309,11 @@ EventArgs to_event_args(const py::tuple& args, const py::dict& kwargs, const std
   EventArgs out;
   std::size_t i = 0;
   for (auto item : args) {
-    out.args.push_back(value_to_json(item, " (argument " + std::to_string(i++) + ")", event, pickle));
+    out.args.push_back(value_to_json(item, "argument " + std::to_string(i++), event, pickle));
   }
   for (auto [key, item] : kwargs) {
     auto name = key.cast<std::string>();
-    out.kwargs[name] = value_to_json(item, " (argument '" + name + "')", event, pickle);
+    out.kwargs[name] = value_to_json(item, "argument '" + name + "'", event, pickle);
   }
   return out;
 }

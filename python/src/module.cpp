@@ -132,12 +132,16 @@ PYBIND11_MODULE(_ditask, m) {
   m.def("allow_pickle", &dp::allow_pickle, py::arg("event"),
         "Lets values of `event` that are not plain data travel pickled, both ways (a pickle runs the sender's code).");
   // ditask.metrics (metrics.py): TensorBoard curves, as ditask::metrics() writes them.
-  m.def("metrics_scalar", [](const std::string& tag, std::int64_t step, double value) {
-    ditask::metrics().scalar(tag, step, value);
-  });
-  m.def("metrics_histogram", [](const std::string& tag, std::int64_t step, const std::vector<double>& values) {
-    ditask::metrics().histogram(tag, step, values);
-  });
+  m.def(
+      "metrics_scalar",
+      [](const std::string& tag, std::int64_t step, double value) { ditask::metrics().scalar(tag, step, value); },
+      py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "metrics_histogram",
+      [](const std::string& tag, std::int64_t step, const std::vector<double>& values) {
+        ditask::metrics().histogram(tag, step, values);
+      },
+      py::call_guard<py::gil_scoped_release>());
   m.def("metrics_enabled", [] { return ditask::metrics().enabled(); });
   dp::bind_task(m);
   dp::bind_rpc(m, error);

@@ -24,9 +24,12 @@ py::object PyFuture::wait(std::optional<double> timeout_s) {
     PyErr_SetString(PyExc_TimeoutError, ("no answer yet from call '" + display_ + "'").c_str());
     throw py::error_already_set();
   }
-  state_->rethrow_if_failed();
-  const EventArgs result = state_->result_args();
-  return result.args.empty() ? py::none() : to_python(result.args[0], display_, any_pickle_allowed(pickle_keys_));
+  if (!value_) {  // converted once: a handle in it is registered here once, however often waited on
+    state_->rethrow_if_failed();
+    const EventArgs result = state_->result_args();
+    value_ = result.args.empty() ? py::none() : to_python(result.args[0], display_, any_pickle_allowed(pickle_keys_));
+  }
+  return *value_;
 }
 
 bool any_pickle_allowed(const std::vector<std::string>& keys) {
@@ -49,6 +52,15 @@ Callee callee_of(const py::object& to, std::optional<double> timeout_s) {
 PyFuture start_call(const Callee& callee, std::uint64_t object, const std::string& function, std::string display,
                     std::vector<std::string> pickle_keys, const py::tuple& args, const py::dict& kwargs) {
   const bool pickle = any_pickle_allowed(pickle_keys);
+  // First without registering handles (RRefs), before the call begins: a value that cannot
+  // travel fails here, and no handle was registered for a callee that never gets the call.
+  EventArgs values;
+  std::size_t handles = 0;
+  {
+    HandleScope first(Handles::placeholder);
+    values = to_event_args(args, kwargs, display, pickle);
+    handles = first.seen();
+  }
   detail::OutgoingCall call;
   {
     py::gil_scoped_release release;
@@ -57,7 +69,10 @@ PyFuture start_call(const Callee& callee, std::uint64_t object, const std::strin
   if (call.id != 0) {
     EventArgs header;
     try {
-      EventArgs values = to_event_args(args, kwargs, display, pickle);  // RRefs: registered for the callee
+      if (handles != 0) {  // again, now that the call began: each handle registered for the callee
+        HandleScope registered(Handles::registered);
+        values = to_event_args(args, kwargs, display, pickle);
+      }
       header = EventArgs::from(call.id, function, object, call.context);
       for (auto& value : values.args) {
         header.args.push_back(std::move(value));
@@ -90,7 +105,7 @@ void define(const std::string& name, py::object fn, bool concurrent) {
     return run_python([&] {
       const bool pickle = pickle_allowed(name);
       auto [positional, named] = to_python_args(args, name, pickle);
-      return to_json(callable->fn()(*positional, **named), name, pickle);
+      return result_to_json(callable->fn()(*positional, **named), name, pickle);
     });
   };
   py::gil_scoped_release release;

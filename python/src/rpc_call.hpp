@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <ditask/rpc.hpp>
 
@@ -30,6 +31,7 @@ class PyFuture {
   std::shared_ptr<detail::CallState> state_;
   std::string display_;
   std::vector<std::string> pickle_keys_;
+  std::optional<py::object> value_;  // once converted
 };
 
 /// True when allow_pickle() was given one of `keys`. Thread: with the GIL.

@@ -107,10 +107,10 @@ detail::Handlers method_handlers(const std::string& class_name, const std::strin
     return run_python([&] {
       const bool pickle = any_pickle_allowed(keys);
       if (method.empty()) {
-        return to_json(self->get(), display, pickle);
+        return result_to_json(self->get(), display, pickle);
       }
       auto [positional, named] = to_python_args(args, display, pickle);
-      return to_json(self->get().attr(method.c_str())(*positional, **named), display, pickle);
+      return result_to_json(self->get().attr(method.c_str())(*positional, **named), display, pickle);
     });
   });
 }

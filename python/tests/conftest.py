@@ -69,7 +69,11 @@ def redis_port(tmp_path):
         server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                    "--appendonly", "no", "--dir", str(tmp_path)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
         while server.poll() is None and not _answers_ping(port):
+            if time.monotonic() > deadline:
+                server.kill()
+                pytest.fail("redis-server on port %d did not answer PING within 60 s" % port)
             time.sleep(0.01)
         if server.poll() is None:
             yield port

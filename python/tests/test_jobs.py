@@ -208,7 +208,13 @@ def test_python_workers_in_simulated_k8s_pods(tmp_path):
              "--world-size", "4", "--host-pattern", "py-{index}.py", "--run-id", "py-job", "--parallel-workers", "2",
              "--package", "jobs.py", "--main", "jobs.groups"],
             cwd=os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs"), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outs = [p.communicate(timeout=120) for p in pods]
+    try:
+        outs = [p.communicate(timeout=120) for p in pods]
+    finally:
+        for p in pods:  # a hung pod: no workers left behind
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
     for p, (out, err) in zip(pods, outs):
         assert p.returncode == 0, err
     all_out = outs[0][0] + outs[1][0]

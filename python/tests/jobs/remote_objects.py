@@ -40,6 +40,15 @@ def expect_rpc_error(kind, call, *args, **kwargs):
     raise AssertionError("no RpcError from %r" % call)
 
 
+def emit_handle(counter):
+    """Node 2: an event cannot carry a handle, also while serving the call that brought it."""
+    try:
+        task.emit("handle", counter)
+    except Error as e:
+        return str(e)
+    return "sent"
+
+
 def owner_checks():
     """Node 0: a handle to one of its own objects, used by node 1 through a call back here."""
     mine = rpc.local_ref(Counter(1))
@@ -82,6 +91,21 @@ def caller_checks():
         raise AssertionError("an object argument was sent")
     except Error as e:
         assert "cannot send a value of type 'object' (argument 0) in event 'Counter.add'" in str(e), str(e)
+    extra = rpc.remote_async(0, Counter)
+    assert extra.wait() is extra.wait()  # one handle, however often waited on
+    extra = extra.wait()
+    try:
+        c.rpc_sync().add([extra, object()])  # the object fails before the handle was registered
+        raise AssertionError("an object argument was sent")
+    except Error as e:
+        assert "cannot send a value of type 'object' (argument 0[1])" in str(e), str(e)
+    try:
+        task.emit("handle", extra)
+        raise AssertionError("a handle went out in an event")
+    except Error as e:
+        assert "cannot send a remote-object handle (RRef) (argument 0) in event 'handle'" in str(e), str(e)
+    assert "cannot send a remote-object handle" in rpc.call(2, "emit_handle", extra)  # also inside a served call
+    del extra
     allow_pickle("Counter")
     copy = c.to_here()
     assert isinstance(copy, Counter) and copy.value == 20 and copy.step == 2
@@ -99,6 +123,7 @@ def main():
     rpc.define_class("Box", Box)
     rpc.define("live", lambda: Counter.live)
     rpc.define("add_through", lambda counter, n: counter.rpc_sync().add(n))
+    rpc.define("emit_handle", emit_handle)
     with task.start():
         node = task.router.node_id
         owner_done = task.waiter("owner_done")

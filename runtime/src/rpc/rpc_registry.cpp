@@ -43,7 +43,15 @@ void RpcRegistry::define_class(std::type_index type, const std::string& name) {
 
 void RpcRegistry::define_named_class(const std::string& name) {
   std::unique_lock lock(mutex_);
-  classes_.try_emplace(name).first->second.name = name;
+  for (const auto& [type, bound] : class_names_) {
+    if (*bound == name) {
+      throw Error("class '" + name + "' is already defined for a C++ type in this process",
+                  "give the other language's class another name");
+    }
+  }
+  RpcClass& named = classes_[name];
+  named.name = name;
+  named.methods.clear();  // a new definition's methods replace the old ones
 }
 
 bool RpcRegistry::has_class(std::string_view name) const {

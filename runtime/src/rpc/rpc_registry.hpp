@@ -47,7 +47,8 @@ class RpcRegistry {
   std::shared_ptr<const RpcEntry> function(std::string_view name) const;
   /// Defines class `name` for `type` (again: the same class, kept).
   void define_class(std::type_index type, const std::string& name);
-  /// Defines class `name` with no C++ type (a language binding's class; again: kept).
+  /// Defines class `name` with no C++ type (a language binding's class); again: its methods
+  /// are dropped, for the new definition's. Errors: ditask::Error when a C++ type has the name.
   void define_named_class(const std::string& name);
   /// True when class `name` is defined.
   bool has_class(std::string_view name) const;
