@@ -242,3 +242,18 @@ def test_metrics_reach_tensorboard_files(ditask_job, tmp_path):
         assert run["scalars"]["reward"] == [[s, 10.0 * node + s] for s in range(3)], run
         histogram = run["histograms"]["weights"][0]
         assert histogram[0] == 2 and histogram[1]["num"] == 6 and histogram[1]["max"] == 5.0, histogram
+
+
+def test_parallel_pipeline_counts_the_peer_emits(python_job):
+    """DI-engine's test_parallel_pipeline."""
+    r = python_job("runner_network.py", "pipeline")
+    assert r.returncode == 0, r.stderr
+    assert "runner returned 0" in r.stdout, r.stdout
+
+
+def test_emits_to_a_peer_that_left_are_no_error(python_job):
+    """DI-engine's test_disconnected: node 1 goes on emitting after node 0 returned."""
+    r = python_job("runner_network.py", "disconnected")
+    assert r.returncode == 0, r.stderr
+    assert "node 0 got a greeting and leaves" in r.stdout and "node 1 emitted all 10" in r.stdout, r.stdout
+    assert "runner returned 0" in r.stdout, r.stdout

@@ -79,6 +79,16 @@ def test_run_stops_at_max_step_and_renews_between(started):
     assert task.finish
 
 
+def test_emit_from_middleware(started):
+    """DI-engine's test_emit: a middleware emits each step; the handler got all 10 once run() ended."""
+    greetings = []
+    task.on("Greeting", greetings.append)
+    task.use(lambda ctx: task.emit("Greeting", "Hi"))
+    task.run(10)
+    task.sync()
+    assert greetings == ["Hi"] * 10
+
+
 def test_wait_for_inside_run(started):
     got = []
 
