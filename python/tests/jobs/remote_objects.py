@@ -31,6 +31,16 @@ class Box:
     pass
 
 
+class OldShape:
+    def old_method(self):
+        return "old"
+
+
+class NewShape:
+    def new_method(self):
+        return "new"
+
+
 def expect_rpc_error(kind, call, *args, **kwargs):
     try:
         call(*args, **kwargs)
@@ -74,6 +84,9 @@ def caller_checks():
     e = expect_rpc_error("unknown_function", c.rpc_sync().nope)
     assert "method 'nope' of class 'Counter'" in str(e), str(e)
     expect_rpc_error("unknown_function", rpc.remote, 0, "NoSuchClass")
+    shape = rpc.remote(0, "Shape")
+    assert shape.rpc_sync().new_method() == "new"
+    expect_rpc_error("unknown_function", shape.rpc_sync().old_method)
     e = expect_rpc_error("remote_exception", rpc.remote(0, Box).to_here)  # node 0 does not pickle a Box
     assert "cannot send a value of type 'Box' in event 'Box.to_here'" in e.reason, e.reason
     try:
@@ -121,6 +134,8 @@ def caller_checks():
 def main():
     rpc.define_class("Counter", Counter, concurrent=("peek",))
     rpc.define_class("Box", Box)
+    rpc.define_class("Shape", OldShape)
+    rpc.define_class("Shape", NewShape)  # a new definition: its methods replace the old ones
     rpc.define("live", lambda: Counter.live)
     rpc.define("add_through", lambda counter, n: counter.rpc_sync().add(n))
     rpc.define("emit_handle", emit_handle)
