@@ -257,3 +257,27 @@ def test_emits_to_a_peer_that_left_are_no_error(python_job):
     assert r.returncode == 0, r.stderr
     assert "node 0 got a greeting and leaves" in r.stdout and "node 1 emitted all 10" in r.stdout, r.stdout
     assert "runner returned 0" in r.stdout, r.stdout
+
+
+def test_finish_broadcast_across_two_runner_programs(tmp_path):
+    """DI-engine's test_broadcast_finish: node 1's finish ends the run() of node 0 (another
+    program) and node 2, which have no step limit."""
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "runner_broadcast_finish.py")
+    port = _ports_free_on(["127.0.0.1"], 3)
+    programs = [subprocess.Popen([sys.executable, script, which, str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for which in ("a", "b")]
+    try:
+        outs = [p.communicate(timeout=120) for p in programs]
+    finally:
+        for p in programs:  # a program that never ended: no workers left behind
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    for p, (out, err) in zip(programs, outs):
+        assert p.returncode == 0, err
+    a_out, b_out = outs[0][0], outs[1][0]
+    assert "runner a returned 0" in a_out and "runner b returned 0" in b_out, a_out + b_out
+    assert "[node 1] node 1 ended after step 1" in b_out, b_out
+    assert "[node 0] node 0 ended after step" in a_out and "[node 2] node 2 ended after step" in b_out, a_out + b_out
