@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """DI-engine's test_broadcast_finish: two Parallel.runner programs in one job. Program A runs
 node 0 (mesh, tcp, PORT); program B runs nodes 1 and 2 (topology alone, ports PORT+1 and
-PORT+2, attached to A). Node 1 sets finish at step 1; nodes 0 and 2 run until it reaches them.
+PORT+2, attached to A; 1 and 2 are linked only through node 0). Node 1 sets finish at step 1;
+nodes 0 and 2 run until it reaches them (node 2 by node 0's own finish, as node 0 stops).
 Usage: runner_broadcast_finish.py a|b PORT"""
 import sys
 import time
@@ -11,6 +12,14 @@ from ditask import Parallel, task
 
 def main():
     with task.start():
+        if task.router.node_id == 0:
+            # Node 0's world is itself: its start() does not wait for the attached nodes. It must
+            # not end (by node 1's finish) before node 2, reached only through it, joined.
+            deadline = time.monotonic() + 60
+            while not {1, 2} <= {peer["node_id"] for peer in task.router.peers()}:
+                assert time.monotonic() < deadline, "nodes 1 and 2 did not both join"
+                time.sleep(0.01)
+
         def tick(ctx):
             time.sleep(0.01)
             if task.router.node_id == 1 and ctx.total_step == 1:
