@@ -63,6 +63,9 @@ launcher::RawValues raw_values(const RunnerOptions& o, const std::string& exe) {
       {"log-level", o.log_level},
       {"mq-type", o.mq_type},
   };
+  if (o.world_size > 0) {
+    raw["world-size"] = std::to_string(o.world_size);
+  }
   if (o.mq_type == "redis") {
     raw["redis-host"] = o.redis_host;
     raw["redis-port"] = std::to_string(o.redis_port);

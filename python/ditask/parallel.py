@@ -30,7 +30,8 @@ class Parallel:
     def runner(n_parallel_workers=1, attach_to=None, protocol="tcp", address="127.0.0.1", ports=None,
                topology="mesh", labels=None, node_ids=None, auto_recover=False, max_retries=3,
                startup_interval=0.0, roles=None, log_dir=None, log_level="warn", timeout=0.0,
-               grace_period=10.0, restart_backoff=1.0, mq_type="nng", redis_host="127.0.0.1", redis_port=6379):
+               grace_period=10.0, restart_backoff=1.0, mq_type="nng", redis_host="127.0.0.1", redis_port=6379,
+               world_size=None):
         """A runner: called with `main`, it re-executes this program as `n_parallel_workers`
         workers, each running main() in a job, supervises them as the ditask command does, and
         returns 0 once all succeeded (raising JobFailed otherwise). In a worker it runs main()
@@ -55,6 +56,7 @@ class Parallel:
             "timeout": float(timeout),
             "grace_period": float(grace_period),
             "restart_backoff": float(restart_backoff),
+            "world_size": int(world_size) if world_size else 0,
             "mq_type": "redis" if mq_type == "redis" else "nng",
             "redis_host": str(redis_host),
             "redis_port": int(redis_port),

@@ -66,6 +66,7 @@ int run_parallel(const py::dict& options, py::object main) {
   take(options, "log_dir", o.log_dir);
   take(options, "log_level", o.log_level);
   take(options, "roles", o.roles);
+  take(options, "world_size", o.world_size);
   take(options, "mq_type", o.mq_type);
   take(options, "redis_host", o.redis_host);
   take(options, "redis_port", o.redis_port);

@@ -28,6 +28,7 @@ struct RunnerOptions {
   std::string log_dir;
   std::string log_level = "warn";
   std::string roles;  ///< as --roles, e.g. "learner:0,collector:1-"; empty: none
+  std::int64_t world_size = 0;          ///< as --world-size (workers of all launchers); 0: this runner's
   std::string mq_type = "nng";          ///< as --mq-type: "nng" (the mesh) or "redis"
   std::string redis_host = "127.0.0.1";  ///< as --redis-host (mq_type "redis")
   std::int64_t redis_port = 6379;        ///< as --redis-port (mq_type "redis")
