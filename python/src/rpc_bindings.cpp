@@ -41,12 +41,13 @@ bool any_pickle_allowed(const std::vector<std::string>& keys) {
   return false;
 }
 
+Callee within(Callee callee, std::optional<double> timeout_s) {
+  return timeout_s ? callee.within(to_millis(*timeout_s)) : callee;
+}
+
 Callee callee_of(const py::object& to, std::optional<double> timeout_s) {
-  Callee callee = py::isinstance<py::str>(to) ? Callee::role(to.cast<std::string>()) : Callee(to.cast<std::int64_t>());
-  if (timeout_s) {
-    callee = callee.within(to_millis(*timeout_s));
-  }
-  return callee;
+  return within(py::isinstance<py::str>(to) ? Callee::role(to.cast<std::string>()) : Callee(to.cast<std::int64_t>()),
+                timeout_s);
 }
 
 PyFuture start_call(const Callee& callee, std::uint64_t object, const std::string& function, std::string display,

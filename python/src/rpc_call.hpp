@@ -44,6 +44,8 @@ bool any_pickle_allowed(const std::vector<std::string>& keys);
 PyFuture start_call(const Callee& callee, std::uint64_t object, const std::string& function, std::string display,
                     std::vector<std::string> pickle_keys, const py::tuple& args, const py::dict& kwargs);
 
+/// `callee` with `timeout_s` (none: the default).
+Callee within(Callee callee, std::optional<double> timeout_s);
 /// `to` (a node id or a role name) with `timeout_s` (none: the default) as a Callee.
 Callee callee_of(const py::object& to, std::optional<double> timeout_s);
 

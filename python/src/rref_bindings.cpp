@@ -74,7 +74,7 @@ class PyRRef {
   /// Calls `method` on the owner.
   PyFuture call_async(const std::string& method, const py::tuple& args, const py::dict& kwargs,
                       std::optional<double> timeout_s) const {
-    return start_call(callee_of(py::int_(owner()), timeout_s), record_->id(), method, class_name() + "." + method,
+    return start_call(within(Callee(owner()), timeout_s), record_->id(), method, class_name() + "." + method,
                       pickle_keys(class_name(), method), args, kwargs);
   }
 
@@ -83,7 +83,7 @@ class PyRRef {
     if (is_owner() && is_python_class(class_name())) {
       return local_value();
     }
-    PyFuture answer = start_call(callee_of(py::int_(owner()), timeout_s), record_->id(), "__to_here",
+    PyFuture answer = start_call(within(Callee(owner()), timeout_s), record_->id(), "__to_here",
                                  class_name() + ".to_here", pickle_keys(class_name(), "to_here"), py::tuple(),
                                  py::dict());
     return answer.wait(timeout_s);
