@@ -15,6 +15,7 @@
 #include "internal_access.hpp"
 #include "signal_copies.hpp"
 #include "start_hook.hpp"
+#include "transport/transport.hpp"
 #include "trace/trace.hpp"
 #include "worker_stats.hpp"
 
@@ -107,9 +108,12 @@ void deliver_term() noexcept {
   }
   if (!wanted) {
     try {
-      write_worker_stats(t.router().stats());  // the launcher's --summary-json still counts this worker
+      // The launcher's --summary-json still counts this worker: its last counters, after which
+      // the transport no longer counts or warns about losses, so the log says what they say.
+      const auto transport = RouterAccess::transport(t.router());
+      write_worker_stats(transport ? transport->final_stats() : TransportStats{});
     } catch (...) {
-      // Router::stats() could not copy its counters: the summary shows none for this worker.
+      // The counters could not be copied: the summary shows none for this worker.
     }
     trace::flush_now();  // and its --trace has what it recorded
     take_default_term();

@@ -179,6 +179,12 @@ std::vector<PeerInfo> Mesh::peers() const {
 
 TransportStats Mesh::stats() const { return counters_.snapshot(); }
 
+TransportStats Mesh::final_stats() {
+  std::lock_guard lock(mutex_);  // on_closed() counts and warns under it: both or neither
+  counts_final_ = true;
+  return counters_.snapshot();
+}
+
 void Mesh::shutdown(bool failed) noexcept {
   std::vector<std::shared_ptr<Link>> links;
   {

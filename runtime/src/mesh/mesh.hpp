@@ -72,6 +72,8 @@ class Mesh final : public Transport, public Link::Owner {
   std::vector<PeerInfo> peers() const override;
   /// Counters.
   TransportStats stats() const override;
+  /// stats(), and from now on a peer that leaves is neither counted lost nor warned about.
+  TransportStats final_stats() override;
   /// "mesh".
   std::string_view name() const noexcept override { return "mesh"; }
   /// Waits (bounded) for what was sent to be acknowledged, says bye, closes every link and
@@ -190,6 +192,7 @@ class Mesh final : public Transport, public Link::Owner {
   std::vector<std::shared_ptr<Link>> links_;  // every open link
   bool stopping_ = false;
   bool shut_down_ = false;
+  bool counts_final_ = false;  // final_stats() was taken: losses are no longer counted or logged
   // The route table: replaced under mutex_ (then routes_mutex_), copied by any thread under
   // routes_mutex_ alone. Not std::atomic<std::shared_ptr>: libstdc++ 12's load() unlocks with
   // a relaxed order, so a load's read of the pointer and the next store's write are unordered

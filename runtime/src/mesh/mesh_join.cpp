@@ -280,12 +280,15 @@ std::shared_ptr<const EventMeta> Mesh::relayed_sender(std::uint64_t node) const 
 
 void Mesh::on_closed(const std::shared_ptr<Link>& link, const std::string& reason, std::uint64_t lost) {
   on_read_batch_end(link);  // events read before the close (e.g. in the bye's read) still count
-  counters_.lost += lost;
   std::optional<RemoteEvent> left;
   std::optional<std::size_t> redial;
   std::string redial_why;
   {
     std::lock_guard lock(mutex_);
+    if (counts_final_) {
+      lost = 0;  // this worker is dying and its counters were written: the log says what they say
+    }
+    counters_.lost += lost;
     std::erase(links_, link);
     const auto node = link->established() ? std::optional(link->hello()->node_id) : std::nullopt;
     if (auto gone = peers_.leave(node, link)) {

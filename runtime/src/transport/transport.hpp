@@ -67,6 +67,10 @@ class Transport {
   virtual std::vector<PeerInfo> peers() const = 0;
   /// Counters since it started.
   virtual TransportStats stats() const = 0;
+  /// The counters a worker that ends without shutdown() (SIGTERM) reports, taken once just
+  /// before it dies: from now on a peer that leaves is neither counted lost nor reported lost in
+  /// the log, so the log and --summary-json agree. Default: stats().
+  virtual TransportStats final_stats() { return stats(); }
   /// Says goodbye to the peers and closes. `failed`: peers should expect a restart. Idempotent.
   virtual void shutdown(bool failed = false) noexcept = 0;
 };

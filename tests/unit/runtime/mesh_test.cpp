@@ -21,6 +21,8 @@
 #include "error_of.hpp"
 #include "fixtures.hpp"
 #include "mesh_fixture.hpp"
+#include "stderr_capture.hpp"
+#include "ditask/runtime/write_all.hpp"
 #include "mesh/address.hpp"
 #include "mesh/mesh.hpp"
 #include "mesh/settings.hpp"
@@ -34,6 +36,7 @@
 namespace mesh = ditask::detail::mesh;
 using namespace std::chrono_literals;
 using ditask::test::error_of;
+using ditask::test::StderrCapture;
 using namespace ditask::test::mesh_fixture;
 
 TEST_CASE("mesh: addresses parse, and bad ones are refused with the reason", "[mesh]") {
@@ -126,6 +129,30 @@ TEST_CASE("mesh: events a peer never acknowledged are counted as lost when it le
   CHECK(left[0].unpacked().named().get<std::string>("reason") == "bye");
   CHECK(left[0].unpacked().named().get<std::uint64_t>("lost") == 7);
   CHECK(p.a->stats().lost == 7);
+}
+
+TEST_CASE("mesh: once its final counters are taken, a peer that leaves is neither counted lost nor reported",
+          "[mesh]") {
+  // A worker stopped by SIGTERM writes these counters, then dies: a warning after them would say
+  // events were lost that its --summary-json does not count.
+  Pair p({tcp_listener(), tcp_listener()}, /*b_acks=*/false);
+  p.a->wait_ready();
+  p.b->wait_ready();
+  for (int i = 0; i < 7; ++i) {
+    p.a->send(mesh::SendTarget::all(), "n", numbered(i));
+  }
+  REQUIRE(p.in_b.wait_for("n", 7).size() == 7);
+  StderrCapture log;
+  const auto final_counters = p.a->final_stats();
+  CHECK(final_counters.sent == 7);
+  CHECK(final_counters.lost == 0);
+  p.b->shutdown();  // nothing was acknowledged
+  REQUIRE(p.in_a.wait_for("ditask.peer_left", 1).size() == 1);
+  CHECK(p.a->stats().lost == 0);
+  const std::string marker = "-- the end of what the peer's leaving logged --";
+  ditask::detail::write_all(STDERR_FILENO, marker + "\n");  // after every line logged before it
+  REQUIRE(log.wait_for(marker));
+  CHECK_THAT(log.text(), !Catch::Matchers::Contains("not acknowledged"));
 }
 
 TEST_CASE("mesh: an event larger than the peer's frame limit fails locally and nothing is sent", "[mesh]") {
