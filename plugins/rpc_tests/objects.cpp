@@ -6,8 +6,11 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "rpc_tests.hpp"
 
@@ -185,4 +188,68 @@ DITASK_MAIN(rpc_holder_dies) {
   }
   rejoined.wait([](bool r) { return r; }, "node 2's restart", std::chrono::minutes(2));
   result("alive_before=" + std::to_string(alive) + " died=" + died);
+}
+
+namespace {
+
+/// A value whose encoding fails: a call or a result that holds one is refused as it is encoded.
+struct Unsendable {};
+void to_json(ditask::json&, const Unsendable&) { throw std::runtime_error("this value cannot travel"); }
+void from_json(const ditask::json&, Unsendable&) {}
+
+std::string kind_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const ditask::RpcError& e) {
+    return ditask::RpcError::kind_name(e.kind());
+  }
+  return "no error";
+}
+
+}  // namespace
+
+// Two nodes: node 0 drives, node 1 serves. A handle in a call or a result that failed to encode
+// is not left registered (the object would live until its receiver left), and an event refuses a
+// handle inside a served call too. Node 0 prints "RESULT ..." with what each step saw.
+DITASK_MAIN(rpc_handle_misuse) {
+  define_counter();
+  define_holder_functions();
+  auto& rpc = ditask::rpc();
+  rpc.define("bump_bad", [](const ditask::RRef<Counter>& c, const Unsendable&) { return c.owner(); });
+  rpc.define("bad_result", [] {
+    return std::pair<ditask::RRef<Counter>, Unsendable>(ditask::rpc().local_ref(std::make_shared<Counter>(3)), {});
+  });
+  rpc.define("emit_handle", [] {
+    try {
+      ditask::task().emit("handle", ditask::rpc().local_ref(std::make_shared<Counter>(4)));
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("emitted");
+  });
+  auto running = ditask::task().start();
+  if (node_id() != 0) {
+    serve_until_finish();
+    return;
+  }
+  auto destroyed_on_1 = [&](std::int64_t n) {  // node 1's count once it reached n (60 s at most)
+    return std::to_string(
+        rpc.call<std::int64_t>(ditask::Callee(1).within(std::chrono::minutes(2)), "destroyed_at_least", n));
+  };
+  std::string out;
+  {
+    auto mine = rpc.local_ref(std::make_shared<Counter>(1));
+    out += "owned=" + kind_of([&] { rpc.call<std::int64_t>(1, "bump_bad", mine, Unsendable{}); });
+  }
+  out += " owned_destroyed=" + std::to_string(g_destroyed.get());  // no other handle: at once
+  {
+    auto theirs = rpc.remote<Counter>(1, std::int64_t{2});
+    out += " passed=" + kind_of([&] { rpc.call<std::int64_t>(1, "bump_bad", theirs, Unsendable{}); });
+  }
+  out += " passed_destroyed=" + destroyed_on_1(1);
+  out += " result=" + kind_of([&] { rpc.call<std::pair<ditask::RRef<Counter>, Unsendable>>(1, "bad_result"); });
+  out += " result_destroyed=" + destroyed_on_1(2);
+  out += " event=" + rpc.call<std::string>(1, "emit_handle");
+  out += " event_destroyed=" + destroyed_on_1(3);
+  result(out);
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string_view>
 
+#include <ditask/detail/rpc_wire.hpp>
 #include <ditask/error.hpp>
 
 namespace ditask::python {
@@ -250,6 +251,7 @@ json result_to_json(py::handle value, const std::string& call, bool pickle) {
       return plain;
     }
   }
+  detail::begin_reply();  // the result's handles are registered for the caller
   HandleScope handles(Handles::registered);
   return to_json(value, call, pickle);
 }

@@ -133,6 +133,7 @@ void define_class(const std::string& name, py::object cls, const std::vector<std
       const bool pickle = any_pickle_allowed(pickle_keys(name, "__init__"));
       auto [positional, named] = to_python_args(args, name, pickle);
       auto record = adopt(factory->fn()(*positional, **named), name);
+      detail::begin_reply();
       return detail::rref_to_json(record);  // registered for the caller (the result's receiver)
     });
   });

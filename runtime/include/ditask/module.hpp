@@ -17,7 +17,8 @@
 /// its wire form: the handler wrappers (handler.hpp: detail::Handlers, EventMeta) and the codec
 /// (msgpack.hpp, packed_args.hpp, whose inline namespace wire_v1 is renamed with its format).
 /// 3: handlers receive an EventMeta. 4: EventMeta::sender is std::int64_t, as every node id.
-#define DITASK_ABI_VERSION 4
+/// 5: a served function's reply announces its encoding (detail::begin_reply()).
+#define DITASK_ABI_VERSION 5
 
 namespace ditask {
 

@@ -8,6 +8,52 @@ namespace ditask::detail {
 
 using rpc_wire::RefOp;
 
+namespace {
+
+/// A registration to_json() made on this thread, until what carries it was sent.
+struct Registration {
+  std::weak_ptr<ObjectTable> table;
+  std::uint64_t id = 0;
+  std::int64_t dest = 0;
+  std::uint64_t token = 0;  // 0: an owned object's holder count
+};
+thread_local std::vector<Registration> t_registrations;
+
+}  // namespace
+
+void ObjectTable::forget_registrations() noexcept { t_registrations.clear(); }
+
+void ObjectTable::cancel_registrations() noexcept {
+  std::vector<Registration> made;
+  made.swap(t_registrations);
+  for (const auto& r : made) {
+    if (auto table = r.table.lock()) {
+      table->cancel(r.id, r.dest, r.token);
+    }
+  }
+}
+
+void ObjectTable::cancel(std::uint64_t id, std::int64_t dest, std::uint64_t token) noexcept {
+  std::shared_ptr<void> dead;
+  std::shared_ptr<RefRecord> let_go;
+  {
+    std::lock_guard lock(mutex_);
+    if (token != 0) {
+      if (auto it = forks_.find(token); it != forks_.end()) {
+        let_go = std::move(it->second.keep);
+        forks_.erase(it);
+      }
+    } else if (auto it = owned_.find(id); it != owned_.end()) {
+      auto h = it->second.holders.find(dest);
+      if (h != it->second.holders.end() && --h->second <= 0) {
+        it->second.holders.erase(h);
+      }
+      dead = collect_locked(id);
+    }
+  }
+  // `dead` and `let_go` go here, outside the lock (a destructor may call back into the table).
+}
+
 std::shared_ptr<RefRecord> ObjectTable::local_record_locked(std::uint64_t id, Owned& owned) {
   if (auto existing = owned.local.lock()) {
     return existing;
@@ -50,11 +96,13 @@ json ObjectTable::to_json(const std::shared_ptr<RefRecord>& record, std::int64_t
     // The owner registers the receiver itself; for this node, too (a call to itself), so that the
     // object outlives its handles here until the result is received.
     ++it->second.holders[dest];
+    t_registrations.push_back(Registration{self_ref_, record->id(), dest, 0});
     out["p"] = true;
     return out;
   }
   const std::uint64_t token = next_token_++;
   forks_[token] = Fork{record, dest};  // held until the owner registered the receiver
+  t_registrations.push_back(Registration{self_ref_, record->id(), dest, token});
   out["t"] = token;
   return out;
 }

@@ -45,6 +45,11 @@ class ObjectTable {
   // ---- handles in calls ----
   /// The JSON of `record` sent to node `dest` (registering the hand-off).
   json to_json(const std::shared_ptr<RefRecord>& record, std::int64_t dest);
+  /// Takes back the registrations to_json() made on this thread since the last
+  /// forget_registrations(): what carried them was never sent (a later value failed to encode).
+  static void cancel_registrations() noexcept;
+  /// Forgets this thread's registrations: what carried them was sent, or a new encoding begins.
+  static void forget_registrations() noexcept;
   /// This node's record for a handle received as JSON (from `from` when a fork token is set).
   /// Errors: ditask::Error for a malformed handle, one of another class, or an owned object
   /// that no longer exists.
@@ -84,6 +89,9 @@ class ObjectTable {
   // Removes object `id` when nobody holds it; returns it for destruction outside the lock.
   std::shared_ptr<void> collect_locked(std::uint64_t id);
   std::shared_ptr<RefRecord> local_record_locked(std::uint64_t id, Owned& owned);
+  // Undoes one registration of to_json(): the holder count of owned object `id` for `dest`
+  // (token 0), or the hand-off `token`.
+  void cancel(std::uint64_t id, std::int64_t dest, std::uint64_t token) noexcept;
 
   const std::int64_t self_;
   const SendRef send_;

@@ -44,7 +44,10 @@ void post_callback(const std::weak_ptr<RpcEngine>& weak, std::function<void()> f
   }
 }
 
-void set_rref_destination(std::int64_t node) noexcept { t_destination = node; }
+void set_rref_destination(std::int64_t node) noexcept {
+  t_destination = node;
+  ObjectTable::forget_registrations();  // a new encoding begins (or none): the last one's were sent
+}
 
 RpcEngine::RpcEngine(std::shared_ptr<Transport> transport, Self self)
     : transport_(std::move(transport)),
@@ -178,7 +181,7 @@ OutgoingCall RpcEngine::begin(const Callee& to, std::string_view display) {
 }
 
 void RpcEngine::send(const OutgoingCall& call, const std::vector<std::uint8_t>* wire, EventArgs* args) {
-  set_rref_destination(serving_destination());
+  set_rref_destination(kNoDestination);  // the arguments are encoded: later values are no call's
   try {
     transmit(call.state->node(), rpc_wire::kCall, wire, args);
   } catch (const std::exception& e) {
@@ -207,7 +210,8 @@ void RpcEngine::transmit(std::int64_t node, const char* topic, const std::vector
 }
 
 void RpcEngine::abort(const OutgoingCall& call, std::exception_ptr error) noexcept {
-  set_rref_destination(serving_destination());
+  ObjectTable::cancel_registrations();  // the handles among the arguments encoded before the failure
+  set_rref_destination(kNoDestination);
   std::shared_ptr<CallState> state;
   {
     std::lock_guard lock(mutex_);

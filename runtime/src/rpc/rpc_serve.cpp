@@ -148,7 +148,7 @@ void RpcEngine::serve(Served& call, bool last) {
   t_engine = this;
   t_call = &call;
   t_call_state.reset();
-  set_rref_destination(call.caller);  // RRefs in the result go to the caller
+  set_rref_destination(kNoDestination);  // until its reply is encoded (begin_reply): no handle travels
   if (last) {
     grant_inline_write();  // the answer is written here, with the answers held before it
   } else {
@@ -197,6 +197,7 @@ void RpcEngine::serve(Served& call, bool last) {
       }
     }
   } catch (...) {
+    ObjectTable::cancel_registrations();  // a reply that failed to encode: its handles never went
     if (!call.replied) {
       const std::string text = describe(std::current_exception());
       if (call.user) {
@@ -274,6 +275,8 @@ void* serving_object() noexcept {
   auto* call = static_cast<RpcEngine::Served*>(t_call);
   return call != nullptr ? call->object.get() : nullptr;
 }
+
+void begin_reply() noexcept { set_rref_destination(serving_destination()); }
 
 void enter_user_code() noexcept {
   if (auto* call = static_cast<RpcEngine::Served*>(t_call)) {

@@ -100,6 +100,10 @@ DITASK_API void* serving_object() noexcept;
 /// Marks that the arguments converted and the function itself runs: what it throws from now on
 /// is the function's exception, not a mismatch of arguments.
 DITASK_API void enter_user_code() noexcept;
+/// The reply of the call this thread serves is encoded from now on: the handles (RRefs) in it
+/// are registered for its caller. Anywhere else in the function a handle is refused, as in an
+/// event; a reply that fails to encode takes its registrations back.
+DITASK_API void begin_reply() noexcept;
 /// Sends the reply of the call being served: `wire` is pack_event(id, 0, result?).
 DITASK_API void reply_packed(const std::vector<std::uint8_t>& wire);
 /// The same for a result that is JSON (args: id, 0, result).
@@ -108,6 +112,7 @@ DITASK_API void reply_args(EventArgs args);
 /// Replies with `value` (the fast path for a simple type).
 template <class V>
 void reply_with(V&& value) {
+  begin_reply();
   if constexpr (is_packable_v<V>) {
     auto& wire = pack_buffer();
     pack_event(wire, serving_call_id(), std::uint8_t{0}, value);
