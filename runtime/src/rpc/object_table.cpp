@@ -108,15 +108,21 @@ json ObjectTable::to_json(const std::shared_ptr<RefRecord>& record, std::int64_t
 }
 
 std::shared_ptr<RefRecord> ObjectTable::from_json(const json& value, const std::string* expected_class) {
-  if (!value.is_object() || !value.contains("$rref")) {
+  auto has = [&](const char* key, auto check) { return value.contains(key) && (value[key].*check)(); };
+  auto count = [&](const char* key) {  // an id or a token: an integer, never negative
+    return has(key, &json::is_number_integer) && (value[key].is_number_unsigned() || value[key].get<std::int64_t>() >= 0);
+  };
+  if (!value.is_object() || !value.contains("$rref") || !has("o", &json::is_number_integer) || !count("i") ||
+      !has("c", &json::is_string) || !count("t") || !has("f", &json::is_number_integer) ||
+      !has("p", &json::is_boolean)) {
     throw Error("not a remote-object handle: " + value.dump());
   }
-  const auto owner = value.at("o").get<std::int64_t>();
-  const auto id = value.at("i").get<std::uint64_t>();
-  const auto cls = value.at("c").get<std::string>();
-  const auto token = value.at("t").get<std::uint64_t>();
-  const auto from = value.at("f").get<std::int64_t>();
-  const bool preregistered = value.at("p").get<bool>();
+  const auto owner = value["o"].get<std::int64_t>();
+  const auto id = value["i"].get<std::uint64_t>();
+  const auto cls = value["c"].get<std::string>();
+  const auto token = value["t"].get<std::uint64_t>();
+  const auto from = value["f"].get<std::int64_t>();
+  const bool preregistered = value["p"].get<bool>();
   if (expected_class != nullptr && *expected_class != cls) {
     throw Error("a handle to a '" + cls + "' where a '" + *expected_class + "' was expected");
   }

@@ -179,6 +179,14 @@ TEST_CASE("rpc objects: a handle that comes home is the owner's own, and its sen
 TEST_CASE("rpc objects: malformed handles and handles of another class are refused", "[rpc][unit]") {
   ThreeNodes n;
   CHECK_THROWS_WITH(n.at(0).from_json(ditask::json{{"x", 1}}, nullptr), Catch::Contains("not a remote-object handle"));
+  // A "$rref" object without its fields, or with fields of the wrong type (a user's dict that
+  // looks like one), is refused the same way, never with the JSON library's own exception.
+  const ditask::json partial = {{"$rref", 1}, {"o", 1}};
+  CHECK_THROWS_MATCHES(n.at(0).from_json(partial, nullptr), ditask::Error,
+                       Catch::Matchers::Message("not a remote-object handle: " + partial.dump()));
+  const ditask::json mistyped = {{"$rref", 1}, {"o", "one"}, {"i", 1}, {"c", "Probe"}, {"t", 0}, {"f", 1}, {"p", false}};
+  CHECK_THROWS_MATCHES(n.at(0).from_json(mistyped, nullptr), ditask::Error,
+                       Catch::Matchers::Message("not a remote-object handle: " + mistyped.dump()));
   bool gone = false;
   auto at_owner = n.at(1).adopt(std::make_shared<Probe>(gone), "Probe");
   const std::string other = "Other";
