@@ -136,16 +136,13 @@ class Task:
         self._handlers.append((event, fn, _ditask.once(event, fn)))
 
     def off(self, event, fn=None):
-        """Removes `fn` (every handler without it) from the events matching the fnmatch `event`."""
+        """Removes `fn` (every handler without it) from the events matching the fnmatch `event`.
+        The router's handlers (task.router.on) are not the task's: they stay, as in DI-engine."""
         import fnmatch  # here, not at the top: each worker imports this module as it starts
 
-        if fn is None:
-            _ditask.off_pattern(event)
-            self._handlers = [h for h in self._handlers if not fnmatch.fnmatchcase(h[0], event)]
-            return
         kept = []
         for name, handler, hid in self._handlers:
-            if handler == fn and fnmatch.fnmatchcase(name, event):
+            if (fn is None or handler == fn) and fnmatch.fnmatchcase(name, event):
                 _ditask.off_id(name, hid)
             else:
                 kept.append((name, handler, hid))

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """DI-engine's test_parallel_run: Parallel-level pub/sub (task.router.on / emit) between two
 workers, over Unix sockets ("ipc") and then TCP. Each worker can only be satisfied by the other's
-emit: router events never reach their sender, nor the task's own handlers of the same name."""
+emit: router events never reach their sender, nor the task's own handlers of the same name, and
+task.off("*") leaves the router's handlers alone."""
 import sys
 import threading
 
@@ -19,6 +20,8 @@ def main():
     with task.start():
         task.on("test_callback", lambda *a: got.append(("task handler", a)))  # must stay silent
         task.router.on("test_callback", on_ping)
+        task.on("other", print)
+        task.off("*")  # the task's handlers only: the router's stay (its own event loop in DI-engine)
         task.router.emit("test_callback", "ping", task.router.node_id)
         assert pinged.wait(60), "no ping from the peer"
         task.sync()
