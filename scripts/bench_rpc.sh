@@ -2,7 +2,8 @@
 # The rpc mode of scripts/bench.sh (sourced by it, after bench_mesh.sh, whose helpers it uses):
 # remote calls against the mesh's own event round trip and the raw Asio ping-pong, measured in
 # the same run, R interleaved runs each, medians reported. Figures (2 workers, tcp):
-#   call p50/p99 and calls/s with 1, 8 and 64 calls of 64 B in flight (bench_rpc calls);
+#   call p50/p99 and calls/s with 1, 8 and 64 calls of 64 B in flight (bench_rpc calls), of an
+#   echo defined with define() and one defined with define_inline();
 #   a 1 MiB argument's round trip; the event round trip (bench_mesh rtt) and the raw one; the
 #   one-way 64-byte event rate (bench_mesh stream); calls/s with 64 in flight over plain blocking
 #   sockets (ditask_raw_calls_bench: one thread a side, each read's answers in one write); and
@@ -42,10 +43,17 @@ rpc_round() {
     RPC[p50_$k]+=" $(field "$out" "bench_rpc calls " p50_us)" || return
     RPC[p99_$k]+=" $(field "$out" "bench_rpc calls " p99_us)" || return
     RPC[rate_$k]+=" $(field "$out" "bench_rpc calls " calls_per_s)" || return
+    rpc_cmd "rounds=$ROUNDS" "warmup=$WARMUP" "inflight=$k" size=64 inline=1  # echo with define_inline
+    out="$DITASK_LOG_DIR/rpc-inline-$k-$i.out"
+    run_to "$out" "${RCMD[@]}" || return
+    RPC[ip50_$k]+=" $(field "$out" "bench_rpc calls " p50_us)" || return
+    RPC[irate_$k]+=" $(field "$out" "bench_rpc calls " calls_per_s)" || return
   done
-  out="$DITASK_LOG_DIR/rpc-raw-calls-$i.out"
-  run_to "$out" "$RAW_CALLS" calls --inflight 64 --rounds "$((ROUNDS * 10))" --warmup "$WARMUP" || return
-  RPC[raw_rate_64]+=" $(field "$out" "raw_calls_bench calls " calls_per_s)" || return
+  for k in 8 64; do
+    out="$DITASK_LOG_DIR/rpc-raw-calls-$k-$i.out"
+    run_to "$out" "$RAW_CALLS" calls --inflight "$k" --rounds "$((ROUNDS * 10))" --warmup "$WARMUP" || return
+    RPC[raw_rate_$k]+=" $(field "$out" "raw_calls_bench calls " calls_per_s)" || return
+  done
   if [[ -x $GRPC_CALLS ]]; then
     for k in 1 8 64; do
       out="$DITASK_LOG_DIR/rpc-grpc-$k-$i.out"
@@ -84,7 +92,7 @@ rpc_main() {
   require_files "$DITASK" "$RPC_MODULE" "$MESH_MODULE" "$RAW" "$RAW_CALLS"
   mkdir -p "$DITASK_LOG_DIR"
   rm -f "$DITASK_LOG_DIR"/rpc-*.out
-  mesh_step "rpc: calls (1, 8, 64 in flight), 1 MiB calls, event rtt, raw rtt, event stream, $RUNS_TEXT" \
+  mesh_step "rpc: calls (1, 8, 64 in flight; define and define_inline), 1 MiB calls, event rtt, raw rtt, event stream, $RUNS_TEXT" \
     rpc_measure
   if ((${#MESH_FAILED[@]})); then
     echo "error: failed: ${MESH_FAILED[*]} (logs in ${DITASK_LOG_DIR#"$DITASK_ROOT"/})" >&2
@@ -104,7 +112,12 @@ rpc_main() {
     ((k == 64)) && target=">= 0.3"
     rpc_line "calls/s, $k in flight" "calls/s" "${M[rate_$k]}" "one-way events/s" "${M[stream]}" "$target"
   done
-  rpc_line "calls/s, 64 in flight" "calls/s" "${M[rate_64]}" "raw calls/s, 64 in flight" "${M[raw_rate_64]}" -
+  for k in 8 64; do
+    rpc_line "calls/s, $k in flight" "calls/s" "${M[rate_$k]}" "raw calls/s, $k in flight" "${M[raw_rate_$k]}" ">= 0.5"
+    rpc_line "inline calls/s, $k in flight" "calls/s" "${M[irate_$k]}" "raw calls/s, $k in flight" "${M[raw_rate_$k]}" ">= 0.5"
+  done
+  rpc_line "inline call p50, 1 in flight" us "${M[ip50_1]}" "event rtt p50" "${M[event_p50]}" -
+  rpc_line "inline call p50, 1 in flight" us "${M[ip50_1]}" "raw rtt p50" "${M[raw_p50]}" -
   # The raw program against the same baseline as the target's (it is no ceiling: docs/benchmarks.md).
   rpc_line "raw calls/s, 64 in flight" "calls/s" "${M[raw_rate_64]}" "one-way events/s" "${M[stream]}" -
   for k in 8 64; do
@@ -115,6 +128,8 @@ rpc_main() {
     for k in 1 8 64; do
       rpc_line "calls/s, $k in flight" "calls/s" "${M[rate_$k]}" "gRPC calls/s, $k in flight" "${M[grpc_rate_$k]}" ">= 1"
       rpc_line "call p50, $k in flight" us "${M[p50_$k]}" "gRPC call p50, $k in flight" "${M[grpc_p50_$k]}" "<= 1"
+      rpc_line "inline calls/s, $k in flight" "calls/s" "${M[irate_$k]}" "gRPC calls/s, $k in flight" "${M[grpc_rate_$k]}" ">= 1"
+      rpc_line "inline call p50, $k in flight" us "${M[ip50_$k]}" "gRPC call p50, $k in flight" "${M[grpc_p50_$k]}" "<= 1"
     done
     rpc_line "1 MiB call p50" us "${M[big_p50]}" "gRPC 1 MiB call p50" "${M[grpc_big_p50]}" "<= 1"
   else

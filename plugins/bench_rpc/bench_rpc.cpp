@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The ditask side of `scripts/bench.sh rpc`: remote-call round trips between 2 workers.
-//   ditask --package bench_rpc --main calls --parallel-workers 2 -- rounds=20000 inflight=1 size=64
-// Node 1 defines echo(bytes) -> bytes; node 0 makes `warmup` calls, then `rounds` calls of `size`
+//   ditask --package bench_rpc --main calls --parallel-workers 2 -- rounds=20000 inflight=1 size=64 inline=0
+// Node 1 defines echo(bytes) -> bytes (inline=1: with define_inline, run as each call arrives;
+// else with define, on the caller's queue thread); node 0 makes `warmup` calls, then `rounds` calls of `size`
 // bytes keeping `inflight` of them in flight (each new call starts when the oldest answered), and
 // prints one line `bench_rpc calls inflight=K size=S p50_us=.. p99_us=.. calls_per_s=..` (the
 // launcher tags it `[node 0]`). Latency is from a call's start to its result in hand.
@@ -32,9 +33,14 @@ void print_line(const std::string& line) {
 }  // namespace
 
 DITASK_MAIN(calls) {
-  auto p = ditask::ModuleArgs::integers({{"rounds", 20000}, {"warmup", 2000}, {"inflight", 1}, {"size", 64}, {"timeout_s", 120}});
+  auto p = ditask::ModuleArgs::integers({{"rounds", 20000}, {"warmup", 2000}, {"inflight", 1}, {"size", 64}, {"timeout_s", 120}, {"inline", 0}});
   auto& rpc = ditask::rpc();
-  rpc.define("echo", [](std::vector<std::uint8_t> blob) { return blob; });
+  auto echo = [](std::vector<std::uint8_t> blob) { return blob; };
+  if (p["inline"] != 0) {
+    rpc.define_inline("echo", echo);
+  } else {
+    rpc.define("echo", echo);
+  }
   rpc.set_default_timeout(std::chrono::seconds(p["timeout_s"]));
   auto& task = ditask::task();
   auto running = task.start();
@@ -75,6 +81,7 @@ DITASK_MAIN(calls) {
   char rate[64];
   std::snprintf(rate, sizeof rate, "%.0f", static_cast<double>(n) * 1e9 / static_cast<double>(elapsed));
   print_line("calls inflight=" + std::to_string(inflight) + " size=" + std::to_string(p["size"]) +
+             " inline=" + std::to_string(p["inline"]) +
              " rounds=" + std::to_string(n) + " p50_us=" + micros(latencies[n / 2]) +
              " p99_us=" + micros(latencies[n * 99 / 100]) + " calls_per_s=" + rate);
 }

@@ -405,3 +405,64 @@ DITASK_MAIN(rpc_held_replies) {
   answer(a, "f0");
   say("HELD_REPLIES", "ok f1=" + std::to_string(f1) + " f2=" + std::to_string(f2));
 }
+
+// Node 1 serves functions defined with define() and define_inline(); node 0 calls them and
+// prints "RESULT ..." with what it saw: one caller's calls of both kinds run in the order made,
+// an inline one runs on another thread than the caller's queue, and one that waits fails with
+// the runtime's error instead of blocking the thread that receives.
+DITASK_MAIN(rpc_inline) {
+  auto& rpc = ditask::rpc();
+  std::mutex mutex;
+  std::vector<std::int64_t> order;  // node 1: the values appended, in the order the calls ran
+  std::thread::id queue_thread, inline_thread;
+  auto append = [&](std::int64_t i) {
+    std::lock_guard lock(mutex);
+    order.push_back(i);
+    return i;
+  };
+  rpc.define("append_queued", [&](std::int64_t i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));  // the inline calls behind it must wait
+    return append(i);
+  });
+  rpc.define_inline("append_inline", [&](std::int64_t i) { return append(i); });
+  // Node 0's first call has no queue before it: it runs on arrival, on the receiving thread.
+  rpc.define_inline("where_inline", [&] { inline_thread = std::this_thread::get_id(); });
+  rpc.define("where_queued", [&] { queue_thread = std::this_thread::get_id(); });
+  rpc.define_inline("echo_inline", [](const std::string& s) { return s; });
+  rpc.define_inline("inline_waits", [] { ditask::rpc().call(0, "noop"); });
+  rpc.define_inline("inline_emits", [] { ditask::task().emit_to_node(0, "from_inline", std::int64_t{5}); });
+  rpc.define("noop", [] {});
+  rpc.define("report", [&] {
+    std::lock_guard lock(mutex);
+    bool in_order = order.size() == 400;
+    for (std::size_t i = 0; in_order && i < order.size(); ++i) {
+      in_order = order[i] == static_cast<std::int64_t>(i);
+    }
+    return std::string("in_order=") + (in_order ? "1" : "0") +
+           " threads_differ=" + (queue_thread != inline_thread && inline_thread != std::thread::id() ? "1" : "0");
+  });
+  auto running = ditask::task().start();
+  if (node_id() == 1) {
+    serve_until_finish();
+    return;
+  }
+  auto emitted = ditask::task().waiter("from_inline");
+  ditask::task().ready();
+  rpc.call(1, "where_inline");
+  rpc.call(1, "where_queued");
+  std::vector<ditask::Future<std::int64_t>> calls;
+  for (std::int64_t i = 0; i < 400; ++i) {  // runs of each kind, so both meet a busy queue
+    calls.push_back(rpc.call_async<std::int64_t>(1, (i / 7) % 2 == 0 ? "append_queued" : "append_inline", i));
+  }
+  std::int64_t sum = 0;
+  for (auto& c : calls) {
+    sum += c.get();
+  }
+  std::string out = "sum=" + std::to_string(sum) + " " + rpc.call<std::string>(1, "report");
+  out += " echo=" + rpc.call<std::string>(1, "echo_inline", std::string("hi"));
+  out += " waits=" + error_of([&] { rpc.call(1, "inline_waits"); });
+  rpc.call(1, "inline_emits");
+  const auto got = emitted.wait(std::chrono::minutes(1));
+  out += " emitted=" + (got ? std::to_string(got->get<std::int64_t>(0)) : std::string("none"));
+  result(out);
+}

@@ -188,6 +188,21 @@ TEST_CASE("rpc: a holder that dies releases its handles, and the owner destroys 
   CHECK(result_of(r.out, 1) == "destroyed=1 objects=0");
 }
 
+TEST_CASE("rpc: a function defined with define_inline runs as its call arrives, in its caller's order, and may not wait",
+          "[rpc][integration][redis]") {
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(rpc_args("rpc_inline", 2)), 90s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) ==
+        "sum=79800 in_order=1 threads_differ=1 echo=hi waits=remote_exception|1|inline_waits|function "
+        "'inline_waits' (defined with define_inline) cannot wait for the result of call 'noop': it runs on the "
+        "thread that receives this node's events and calls|define it with define() or define_concurrent() "
+        "instead, which may wait emitted=5");
+}
+
 TEST_CASE("rpc: a handle in a call or result that failed to encode stays unregistered, and events refuse handles",
           "[rpc][integration]") {
   // Each object is destroyed once its last handle went; node 1's counts are waited for (60 s

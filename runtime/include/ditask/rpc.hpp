@@ -53,6 +53,16 @@ class DITASK_API Rpc {
   void define_concurrent(std::string name, F&& fn) {
     define_entry(std::move(name), detail::make_rpc_handlers(std::forward<F>(fn)), true);
   }
+  /// define(), but each call runs on the thread that received it, as it arrives, once the
+  /// caller's earlier calls ran (no hand-over to a queue thread: the quickest answer; the
+  /// answers of calls read together go in one write). For short functions that never wait:
+  /// one that waits for anything of the runtime (a call's result, an event, a group) fails with
+  /// ditask::Error, and one that blocks otherwise holds up every event and call this node
+  /// receives meanwhile. Its answer is never held back by a full send queue.
+  template <class F>
+  void define_inline(std::string name, F&& fn) {
+    define_entry(std::move(name), detail::make_rpc_handlers(std::forward<F>(fn)), false, true);
+  }
   /// Removes function `name`; false when there was none.
   bool undefine(std::string_view name);
   /// Defines class T under `name` (the same on every node): add its constructor and methods
@@ -97,7 +107,7 @@ class DITASK_API Rpc {
  private:
   template <class T>
   friend class ClassDef;
-  void define_entry(std::string name, detail::Handlers handlers, bool concurrent);
+  void define_entry(std::string name, detail::Handlers handlers, bool concurrent, bool on_arrival = false);
   void define_class_entry(const std::type_info& type, const std::string& name);
   void define_method(const std::string& class_name, std::string method, detail::Handlers handlers,
                      bool concurrent);

@@ -281,7 +281,7 @@ SendResult Link::send_event(OutgoingEvent& event, std::uint64_t sender, std::uin
   const std::size_t size = event.size() + kHeaderSize;
   std::unique_lock lock(mutex_);
   auto fits = [&] { return closed_ || leaving_ || queued_bytes_ == 0 || queued_bytes_ + size <= queue_bytes_; };
-  if (!fits()) {
+  if (!fits() && !running_on_arrival()) {  // on arrival: only this thread would make room
     if (drop_when_full) {
       return SendResult::dropped;
     }

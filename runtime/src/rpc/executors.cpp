@@ -186,6 +186,12 @@ void KeyedQueues::stop() noexcept {
   }
 }
 
+bool KeyedQueues::idle(std::int64_t key) const {
+  std::lock_guard lock(mutex_);
+  auto it = queues_.find(key);
+  return it == queues_.end() || (it->second->jobs.empty() && it->second->waiting);
+}
+
 bool KeyedQueues::stopping() const noexcept {
   std::lock_guard lock(mutex_);
   return stopping_;

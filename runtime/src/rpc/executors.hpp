@@ -71,6 +71,9 @@ class KeyedQueues {
   /// run go on: a queue's thread ends after its running job), then joins every thread.
   /// Idempotent.
   void stop() noexcept;
+  /// True when `key` has no job queued or running (its thread sleeps, or it has none): a job
+  /// run now elsewhere keeps the key's order, as long as only this caller submits for `key`.
+  bool idle(std::int64_t key) const;
   /// True once stop() began (a job can refuse to do its work).
   bool stopping() const noexcept;
 

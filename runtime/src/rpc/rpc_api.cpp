@@ -174,12 +174,12 @@ RpcStats Rpc::stats() const {
   return engine ? engine->stats() : RpcStats{};
 }
 
-void Rpc::define_entry(std::string name, detail::Handlers handlers, bool concurrent) {
+void Rpc::define_entry(std::string name, detail::Handlers handlers, bool concurrent, bool on_arrival) {
   if (name.empty()) {
     throw Error("a remote function needs a name");
   }
   detail::check_user_name("define", name);
-  detail::rpc_registry().define(std::move(name), std::move(handlers), concurrent);
+  detail::rpc_registry().define(std::move(name), std::move(handlers), concurrent, on_arrival);
 }
 
 void Rpc::define_class_entry(const std::type_info& type, const std::string& name) {

@@ -116,6 +116,8 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   // Runs a call; `last`: none of its caller's calls waits behind it (its answer may be written inline).
   void serve(Served& call, bool last);
   void serve_and_delete(Served* call, bool last);
+  // Serves a define_inline call on this (the receiving) thread; its answer may be held.
+  void serve_on_arrival(Served* call);
   // Answers `stopped` to a call that came after stop() (and deletes it).
   void refuse_and_delete(Served* call);
   void reply_error(std::int64_t caller, std::uint64_t id, RpcError::Kind kind, const std::string& message,

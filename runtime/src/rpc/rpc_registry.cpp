@@ -8,8 +8,8 @@
 
 namespace ditask::detail {
 
-void RpcRegistry::define(std::string name, Handlers handlers, bool concurrent) {
-  auto entry = std::make_shared<const RpcEntry>(name, std::move(handlers), concurrent);
+void RpcRegistry::define(std::string name, Handlers handlers, bool concurrent, bool on_arrival) {
+  auto entry = std::make_shared<const RpcEntry>(name, std::move(handlers), concurrent, on_arrival);
   std::unique_lock lock(mutex_);
   functions_[std::move(name)] = std::move(entry);
 }

@@ -20,11 +20,12 @@ namespace ditask::detail {
 
 /// One callable: a function, a constructor ("new <Class>") or a method.
 struct RpcEntry {
-  RpcEntry(std::string name_, Handlers handlers_, bool concurrent_)
-      : name(std::move(name_)), handlers(std::move(handlers_)), concurrent(concurrent_) {}
+  RpcEntry(std::string name_, Handlers handlers_, bool concurrent_, bool on_arrival_ = false)
+      : name(std::move(name_)), handlers(std::move(handlers_)), concurrent(concurrent_), on_arrival(on_arrival_) {}
   std::string name;
   Handlers handlers;
   bool concurrent = false;
+  bool on_arrival = false;  ///< Rpc::define_inline: runs on the receiving thread when its caller's queue is idle
   /// How long its last run took, in nanoseconds (saturated); unknown before the first. Thread: any.
   mutable std::atomic<std::uint32_t> last_run_ns{kNeverRan};
   static constexpr std::uint32_t kNeverRan = UINT32_MAX;
@@ -39,8 +40,8 @@ struct RpcClass {
 /// Everything defined, by name. Thread: any (a shared mutex; lookups copy a shared_ptr).
 class RpcRegistry {
  public:
-  /// Defines (or replaces) function `name`.
-  void define(std::string name, Handlers handlers, bool concurrent);
+  /// Defines (or replaces) function `name` (`on_arrival`: Rpc::define_inline).
+  void define(std::string name, Handlers handlers, bool concurrent, bool on_arrival = false);
   /// Removes function `name`; false when absent.
   bool undefine(std::string_view name);
   /// Function `name`, or null.

@@ -82,6 +82,7 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
   std::vector<KeyedQueues::Job> jobs;
   std::vector<Served*> batch;
   std::int64_t key = 0;
+  bool served_here = false;
   auto submit = [&] {
     if (!jobs.empty() && !queues_.submit(key, jobs)) {
       for (Served* call : batch) {
@@ -104,6 +105,14 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
       continue;
     }
     Served* call = owned.release();
+    // define_inline: here and now, unless this caller's earlier calls are still to run. Not a
+    // call to this node itself: it is read on the calling thread, which may be serving a call.
+    if (call->entry && call->entry->on_arrival && call->caller != self_.node &&
+        (jobs.empty() || key != call->caller) && queues_.idle(call->caller)) {
+      serve_on_arrival(call);
+      served_here = true;
+      continue;
+    }
     if (call->entry && call->entry->concurrent) {
       if (!pool_.submit([this, call] { serve_and_delete(call, true); })) {
         refuse_and_delete(call);
@@ -125,6 +134,14 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
   }
   submit();
   calls.clear();
+  if (served_here) {
+    release_held_writes();  // the answers of the calls served on arrival: one write
+  }
+}
+
+void RpcEngine::serve_on_arrival(Served* call) {
+  const OnArrivalScope scope(call->entry->name);
+  serve_and_delete(call, false);  // held (a quick one) until the batch ends
 }
 
 void RpcEngine::refuse_and_delete(Served* call) {

@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include "ditask/error.hpp"
+
 namespace ditask::detail {
 
 namespace {
@@ -11,6 +13,7 @@ thread_local bool holding = false;
 // The connections held; a vector of few (a served batch answers one caller).
 thread_local std::vector<std::shared_ptr<HeldWrite>> held;
 thread_local std::vector<std::shared_ptr<HeldWrite>> releasing;  // held's spare, kept for its capacity
+thread_local const std::string* on_arrival = nullptr;  // the function an OnArrivalScope names
 }  // namespace
 
 void grant_inline_write() noexcept { granted = true; }
@@ -44,6 +47,20 @@ void release_held_writes() noexcept {
     link->write_held();
   }
   releasing.clear();
+}
+
+OnArrivalScope::OnArrivalScope(const std::string& function) noexcept { on_arrival = &function; }
+
+OnArrivalScope::~OnArrivalScope() { on_arrival = nullptr; }
+
+bool running_on_arrival() noexcept { return on_arrival != nullptr; }
+
+void check_may_wait(std::string_view what) {
+  if (on_arrival != nullptr) {
+    throw Error("function '" + *on_arrival + "' (defined with define_inline) cannot wait for " + std::string(what) +
+                    ": it runs on the thread that receives this node's events and calls",
+                "define it with define() or define_concurrent() instead, which may wait");
+  }
 }
 
 }  // namespace ditask::detail

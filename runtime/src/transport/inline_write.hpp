@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 namespace ditask::detail {
 
@@ -40,5 +42,23 @@ bool holding_writes() noexcept;
 void add_held_write(const std::shared_ptr<HeldWrite>& link);
 /// Writes each connection held since hold_writes() and ends the hold. Cheap when nothing is held.
 void release_held_writes() noexcept;
+
+/// While one lives on a thread, that thread is a transport's receiving thread running a remote
+/// function defined with Rpc::define_inline (named `function`): the runtime's waits refuse
+/// (check_may_wait()), and its sends never wait for room in a full send queue (only this
+/// thread would make it). Thread: the receiving thread; scopes do not nest.
+class OnArrivalScope {
+ public:
+  explicit OnArrivalScope(const std::string& function) noexcept;
+  ~OnArrivalScope();
+  OnArrivalScope(const OnArrivalScope&) = delete;
+  OnArrivalScope& operator=(const OnArrivalScope&) = delete;
+};
+/// True while the calling thread runs a function on arrival (an OnArrivalScope).
+bool running_on_arrival() noexcept;
+/// Before a wait of the runtime. Errors: ditask::Error when the calling thread runs a function
+/// on arrival, naming it and `what` it would wait for (the wait could never end: the answer
+/// would come through this very thread).
+void check_may_wait(std::string_view what);
 
 }  // namespace ditask::detail
