@@ -15,6 +15,7 @@
 #include "ditask/error.hpp"
 #include "ditask/runtime/log.hpp"
 #include "redis_transport.hpp"
+#include "transport/inline_write.hpp"
 
 namespace ditask::detail::redis {
 
@@ -58,7 +59,7 @@ SendResult RedisTransport::PeerChannel::send_event(OutgoingEvent& event, std::ui
     return SendResult::unwanted;  // it has no handler for it (the mesh's receiver would count it)
   }
   const auto room = [&] { return !live() || (t.queue_room_locked(size) && t.reader_room(e->slot, size)); };
-  if (!room()) {
+  if (!room() && !running_on_arrival()) {  // on arrival: room comes only through this thread
     if (drop_when_full) {
       return SendResult::dropped;
     }

@@ -140,7 +140,8 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
 }
 
 void RpcEngine::serve_on_arrival(Served* call) {
-  const OnArrivalScope scope(call->entry->name);
+  const auto entry = call->entry;  // the scope names it until it ends; the call is deleted before
+  const OnArrivalScope scope(entry->name);
   serve_and_delete(call, false);  // held (a quick one) until the batch ends
 }
 
