@@ -383,8 +383,7 @@ void EventBus::drain() {
   if (on_dispatcher_thread()) {
     return;
   }
-  check_may_wait("the event handlers");
-  release_held_writes();  // a handler may wait for what this thread held
+  before_wait("the event handlers");  // a handler may wait for what this thread held
   std::unique_lock lock(mutex_);
   const std::uint64_t target = posted_;
   ++drain_waiters_;

@@ -36,8 +36,7 @@ std::optional<EventArgs> Waiter::wait(std::chrono::milliseconds timeout) {
     throw Error("wait for event '" + state_->event + "' on the dispatcher thread would never return",
                 "wait from middleware or another thread, or handle the event with on()/once()");
   }
-  detail::check_may_wait("event '" + state_->event + "'");
-  detail::release_held_writes();  // what this thread held may be what the event needs
+  detail::before_wait("event", state_->event);  // what this thread held may be what the event needs
   // Whatever this thread emits first after the wait (a request's follow-up) it writes itself.
   struct GrantOnReturn {
     ~GrantOnReturn() { detail::grant_inline_write(); }

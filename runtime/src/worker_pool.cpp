@@ -72,8 +72,7 @@ void WorkerPool::worker_loop() {
 }
 
 std::exception_ptr WorkerPool::wait(const std::vector<Handle>& jobs) {
-  detail::check_may_wait("jobs of the worker pool");
-  detail::release_held_writes();  // the jobs may wait for what this thread held
+  detail::before_wait("jobs of the worker pool");  // the jobs may wait for what this thread held
   std::unique_lock lock(mutex_);
   auto all_done = [&] {
     return std::all_of(jobs.begin(), jobs.end(), [](const Handle& j) { return j->done; });

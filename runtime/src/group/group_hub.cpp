@@ -242,8 +242,7 @@ nlohmann::json GroupHub::arrive(const std::string& group, std::uint64_t round_no
                             : std::chrono::steady_clock::now() + timeout;
   if (!round.done) {
     lock.unlock();
-    check_may_wait("a group operation");
-    release_held_writes();  // the other members may wait for what this thread held
+    before_wait("a group operation");  // the other members may wait for what this thread held
     lock.lock();
   }
   while (!round.done) {

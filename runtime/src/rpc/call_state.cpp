@@ -37,8 +37,7 @@ bool CallState::wait(std::chrono::milliseconds timeout) const {
   if (impl_->done.load(std::memory_order_acquire)) {
     return true;  // no wait (no lock): no inline grant either, so a loop of calls is batched by the io thread
   }
-  check_may_wait("the result of call '" + impl_->function + "'");
-  release_held_writes();  // an answer this thread held may be what the awaited call needs
+  before_wait("the result of call", impl_->function);  // an answer this thread held may be what it needs
   const auto deadline = timeout == std::chrono::milliseconds::max() ? std::chrono::steady_clock::time_point::max()
                                                                      : std::chrono::steady_clock::now() + timeout;
   for (;;) {

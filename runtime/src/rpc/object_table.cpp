@@ -39,19 +39,34 @@ void ObjectTable::cancel(std::uint64_t id, std::int64_t dest, std::uint64_t toke
   {
     std::lock_guard lock(mutex_);
     if (token != 0) {
-      if (auto it = forks_.find(token); it != forks_.end()) {
-        let_go = std::move(it->second.keep);
-        forks_.erase(it);
-      }
-    } else if (auto it = owned_.find(id); it != owned_.end()) {
-      auto h = it->second.holders.find(dest);
-      if (h != it->second.holders.end() && --h->second <= 0) {
-        it->second.holders.erase(h);
-      }
-      dead = collect_locked(id);
+      let_go = take_fork_locked(token);
+    } else {
+      dead = release_locked(id, dest, 1);
     }
   }
   // `dead` and `let_go` go here, outside the lock (a destructor may call back into the table).
+}
+
+std::shared_ptr<void> ObjectTable::release_locked(std::uint64_t id, std::int64_t holder, std::int64_t count) {
+  auto it = owned_.find(id);
+  if (it == owned_.end()) {
+    return nullptr;
+  }
+  auto h = it->second.holders.find(holder);
+  if (h != it->second.holders.end() && (h->second -= count) <= 0) {
+    it->second.holders.erase(h);
+  }
+  return collect_locked(id);
+}
+
+std::shared_ptr<RefRecord> ObjectTable::take_fork_locked(std::uint64_t token) {
+  auto it = forks_.find(token);
+  if (it == forks_.end()) {
+    return nullptr;
+  }
+  auto keep = std::move(it->second.keep);
+  forks_.erase(it);
+  return keep;
 }
 
 std::shared_ptr<RefRecord> ObjectTable::local_record_locked(std::uint64_t id, Owned& owned) {
@@ -178,25 +193,12 @@ void ObjectTable::on_ref(std::int64_t sender, RefOp op, std::uint64_t object, st
         ++it->second.holders[sender];
         break;
       }
-      case RefOp::release: {
-        auto it = owned_.find(object);
-        if (it != owned_.end()) {
-          auto h = it->second.holders.find(sender);
-          if (h != it->second.holders.end() && (h->second -= static_cast<std::int64_t>(token)) <= 0) {
-            it->second.holders.erase(h);
-          }
-          dead = collect_locked(object);
-        }
+      case RefOp::release:
+        dead = release_locked(object, sender, static_cast<std::int64_t>(token));
         break;
-      }
-      case RefOp::fork_done: {
-        auto it = forks_.find(token);
-        if (it != forks_.end()) {
-          let_go = std::move(it->second.keep);
-          forks_.erase(it);
-        }
+      case RefOp::fork_done:
+        let_go = take_fork_locked(token);
         break;
-      }
     }
   }
   if (op == RefOp::add) {

@@ -88,6 +88,10 @@ class ObjectTable {
 
   // Removes object `id` when nobody holds it; returns it for destruction outside the lock.
   std::shared_ptr<void> collect_locked(std::uint64_t id);
+  // Takes `count` registrations of `holder` off owned object `id`, then collect_locked(id).
+  std::shared_ptr<void> release_locked(std::uint64_t id, std::int64_t holder, std::int64_t count);
+  // Ends hand-off `token`: returns this node's hold of it (null when none), to drop outside the lock.
+  std::shared_ptr<RefRecord> take_fork_locked(std::uint64_t token);
   std::shared_ptr<RefRecord> local_record_locked(std::uint64_t id, Owned& owned);
   // Undoes one registration of to_json(): the holder count of owned object `id` for `dest`
   // (token 0), or the hand-off `token`.

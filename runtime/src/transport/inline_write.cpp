@@ -55,12 +55,14 @@ OnArrivalScope::~OnArrivalScope() { on_arrival = nullptr; }
 
 bool running_on_arrival() noexcept { return on_arrival != nullptr; }
 
-void check_may_wait(std::string_view what) {
+void before_wait(std::string_view what, std::string_view name) {
   if (on_arrival != nullptr) {
-    throw Error("function '" + *on_arrival + "' (defined with define_inline) cannot wait for " + std::string(what) +
+    const std::string waited = std::string(what) + (name.empty() ? "" : " '" + std::string(name) + "'");
+    throw Error("function '" + *on_arrival + "' (defined with define_inline) cannot wait for " + waited +
                     ": it runs on the thread that receives this node's events and calls",
                 "define it with define() or define_concurrent() instead, which may wait");
   }
+  release_held_writes();
 }
 
 }  // namespace ditask::detail

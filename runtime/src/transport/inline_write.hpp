@@ -45,7 +45,7 @@ void release_held_writes() noexcept;
 
 /// While one lives on a thread, that thread is a transport's receiving thread running a remote
 /// function defined with Rpc::define_inline (named `function`): the runtime's waits refuse
-/// (check_may_wait()), and its sends never wait for room in a full send queue (only this
+/// (before_wait()), and its sends never wait for room in a full send queue (only this
 /// thread would make it). Thread: the receiving thread; scopes do not nest.
 class OnArrivalScope {
  public:
@@ -56,9 +56,11 @@ class OnArrivalScope {
 };
 /// True while the calling thread runs a function on arrival (an OnArrivalScope).
 bool running_on_arrival() noexcept;
-/// Before a wait of the runtime. Errors: ditask::Error when the calling thread runs a function
-/// on arrival, naming it and `what` it would wait for (the wait could never end: the answer
-/// would come through this very thread).
-void check_may_wait(std::string_view what);
+/// Before each wait of the runtime: refuses it on a thread that runs a function on arrival (the
+/// wait could never end: the answer would come through this very thread), then writes what this
+/// thread held (release_held_writes(): it may be what the awaited answer needs). Errors:
+/// ditask::Error naming the function and what it would wait for: `what`, then `name` quoted
+/// when not empty (the message is built only then).
+void before_wait(std::string_view what, std::string_view name = {});
 
 }  // namespace ditask::detail
