@@ -94,7 +94,10 @@ with_load() {
 # ping-pong, the bench_mesh rtt entry and ZeroMQ's.
 measure_rtt() {
   local proto=$1 sfx=${2:-} i out perf_file d50=() d99=() dcs=() b50=() b99=() bcs=() dperf=() bperf=()
-  local z50=() z99=() zcs=() wrap=() dinv=() binv=() zinv=()
+  local z50=() z99=() zcs=() wrap=() dinv=() binv=() zinv=() i50=() i99=() ics=() icmd
+  MODULE_PARAMS=("rounds=$ROUNDS" "warmup=$WARMUP" inline=1)  # both handlers with on_inline
+  ditask_cmd rtt 2 --protocol "$proto"
+  icmd=("${DCMD[@]}")
   MODULE_PARAMS=("rounds=$ROUNDS" "warmup=$WARMUP")
   ditask_cmd rtt 2 --protocol "$proto"
   for ((i = 0; i < RUNS; i++)); do
@@ -118,6 +121,12 @@ measure_rtt() {
     dcs+=("$(field "$out" "bench_mesh rtt " ctxsw_per_rt)") || return
     dinv+=("$(field "$out" "bench_mesh rtt " ctxsw_involuntary_per_rt)") || return
     ((PERF)) && dperf+=("$(perf_count "$perf_file")")
+    cat "$out"
+    out="$DITASK_LOG_DIR/rtt-$proto$sfx-inline-$i.out"
+    run_to "$out" "${icmd[@]}" || return
+    i50+=("$(field "$out" "bench_mesh rtt " p50_us)") || return
+    i99+=("$(field "$out" "bench_mesh rtt " p99_us)") || return
+    ics+=("$(field "$out" "bench_mesh rtt " ctxsw_per_rt)") || return
     cat "$out"
     out="$DITASK_LOG_DIR/rtt-$proto$sfx-zmq-$i.out"
     run_to "$out" "$ZMQ" rtt --transport "$proto" --rounds "$ROUNDS" --warmup "$WARMUP" || return
@@ -149,6 +158,12 @@ measure_rtt() {
   F_DITASK[$cs]=$(fmedian "${dcs[@]}") F_BASE[$cs]=$(fmedian "${bcs[@]}") F_ZMQ[$cs]=$(fmedian "${zcs[@]}")
   F_EXTRA[$p50]=$extra F_EXTRA[$p99]=$extra
   F_FAILED[$p50]=0 F_FAILED[$p99]=0 F_FAILED[$cs]=0
+  # The same round trip with both handlers registered with on_inline (no dispatcher hand-off).
+  local ip50=inline_rtt_p50_$proto$sfx ics_key=inline_ctxsw_$proto$sfx
+  F_DITASK[$ip50]=$(fmedian "${i50[@]}") F_BASE[$ip50]=${F_BASE[$p50]} F_ZMQ[$ip50]=${F_ZMQ[$p50]}
+  F_DITASK[$ics_key]=$(fmedian "${ics[@]}") F_BASE[$ics_key]=${F_BASE[$cs]} F_ZMQ[$ics_key]=${F_ZMQ[$cs]}
+  F_NOTE[$ip50]="p99: on_inline $(fmedian "${i99[@]}") us, raw ${F_BASE[$p99]} us"
+  F_FAILED[$ip50]=0 F_FAILED[$ics_key]=0
 }
 
 # One-way stream: measure_stream KEY FIELD WORKERS COUNT SIZE (FIELD: events_per_s or gb_per_s).
@@ -409,7 +424,9 @@ mesh_main() {
     add_figure "rtt_p50_$proto" "rtt p50" "$proto" us "<= 2" "< 1"
     add_figure "rtt_p99_$proto" "rtt p99" "$proto" us -
     add_figure "ctxsw_$proto" "rtt context switches" "$proto" "per rt" "max 4"
-    mesh_step "rtt $proto: $ROUNDS round trips of 64 B, raw, ditask and ZeroMQ, $RUNS_TEXT" \
+    add_figure "inline_rtt_p50_$proto" "rtt p50, on_inline" "$proto" us "<= 1.5" "< 1"
+    add_figure "inline_ctxsw_$proto" "rtt ctx sw, on_inline" "$proto" "per rt" -
+    mesh_step "rtt $proto: $ROUNDS round trips of 64 B, raw, ditask (on, on_inline) and ZeroMQ, $RUNS_TEXT" \
       measure_rtt "$proto"
   done
   add_figure stream "stream 64 B" tcp "events/s" ">= 8" ">= 1"
@@ -425,6 +442,8 @@ mesh_main() {
   add_figure rtt_p50_tcp_loaded "rtt p50, 2 cores busy" tcp us -
   add_figure rtt_p99_tcp_loaded "rtt p99, 2 cores busy" tcp us -
   add_figure ctxsw_tcp_loaded "rtt ctx switches, busy" tcp "per rt" -
+  add_figure inline_rtt_p50_tcp_loaded "rtt p50, on_inline, busy" tcp us -
+  add_figure inline_ctxsw_tcp_loaded "rtt ctx sw, on_inline, busy" tcp "per rt" -
   mesh_step "rtt tcp with two yes > /dev/null running: raw, ditask and ZeroMQ, $RUNS_TEXT" \
     with_load measure_rtt tcp _loaded
   add_figure stream_loaded "stream 64 B, 2 cores busy" tcp "events/s" -

@@ -7,6 +7,7 @@
 //   rtt       2 workers. Node 0 sends `rounds` (20000) 64-byte "ping"s to node 1 after `warmup`
 //             (2000), one at a time; node 1's handler emits each back as "pong". Prints p50/p99 in
 //             microseconds and the context switches of both processes per round trip.
+//             `inline=1`: both handlers registered with on_inline (they run on the io threads).
 //   stream    N workers. Node 0 emits `count` (1000000) events of `size` (64) bytes with
 //             emit_remote; every other node counts them in its handler. Prints events/s and GB/s
 //             from the first emit until the last event reached its last receiver, and delivered.
@@ -169,14 +170,19 @@ class Pinger {
   explicit Pinger(const Params& params)
       : warmup_(params["warmup"]),
         total_(params["warmup"] + params["rounds"]),
-        blob_(static_cast<std::size_t>(params["size"]), 0x5a) {
+        blob_(static_cast<std::size_t>(params["size"]), 0x5a),
+        inline_(params["inline"] != 0) {
     latencies_ns_.reserve(static_cast<std::size_t>(params["rounds"]));
   }
 
   // Registers the pong handler and sends the first ping. Thread: the entry's.
   void start() {
-    ditask::task().on("bm.pong",
-                      [this](std::vector<std::uint8_t> blob) { on_pong(std::move(blob)); });
+    auto pong = [this](std::vector<std::uint8_t> blob) { on_pong(std::move(blob)); };
+    if (inline_) {
+      ditask::task().on_inline("bm.pong", pong);
+    } else {
+      ditask::task().on("bm.pong", pong);
+    }
     send(std::vector<std::uint8_t>(blob_));
   }
   Signal& finished() { return finished_; }
@@ -212,6 +218,7 @@ class Pinger {
   std::int64_t warmup_;
   std::int64_t total_;
   std::vector<std::uint8_t> blob_;
+  bool inline_;  // the pong handler registered with on_inline
   std::vector<std::int64_t> latencies_ns_;
   std::int64_t done_ = 0;
   std::int64_t sent_ns_ = 0;
@@ -249,12 +256,17 @@ void rtt_node1(const Params& params) {
   Switches ctx_start = context_switches();
   auto done = task.waiter("bm.done");
   auto bye = task.waiter("bm.bye");
-  task.on("bm.ping", [&](std::vector<std::uint8_t> blob) {
+  auto ping = [&](std::vector<std::uint8_t> blob) {
     if (++pings == warmup) {
       ctx_start = context_switches();
     }
     task.emit_to_node(0, "bm.pong", std::move(blob));
-  });
+  };
+  if (params["inline"] != 0) {
+    task.on_inline("bm.ping", ping);
+  } else {
+    task.on("bm.ping", ping);
+  }
   answer_probes();
   if (!done.wait(params.timeout())) {
     throw std::runtime_error("bench_mesh: no bm.done from node 0");
@@ -341,7 +353,7 @@ void stream_receiver(const Params& params) {
 
 // `ditask --package bench_mesh --main rtt --parallel-workers 2 -- rounds=20000 warmup=2000`
 DITASK_MAIN(rtt) {
-  const Params params{{"rounds", 20000}, {"warmup", 2000}, {"size", 64}};
+  const Params params{{"rounds", 20000}, {"warmup", 2000}, {"size", 64}, {"inline", 0}};
   if (params["rounds"] < 1 || params["warmup"] < 0) {
     throw std::invalid_argument("bench_mesh: rtt needs rounds >= 1 and warmup >= 0");
   }

@@ -28,6 +28,9 @@ struct HandlerEntry {
   std::uint64_t since = 0;        ///< jobs queued up to this order came before it: not its own
   bool replayed = false;          ///< a once handler already given a kept event
   std::weak_ptr<WaitState> waiter;
+  /// May run on the thread that received the event, when the bus is idle: handlers registered
+  /// with on_inline, and waiters (they only store the event and wake their thread).
+  bool on_arrival = false;
 };
 
 /// The fate of one event kept for the startup window: whether any handler saw it, and what is

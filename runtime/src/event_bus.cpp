@@ -85,6 +85,9 @@ void EventBus::stop() noexcept {
     }
   }
   std::unique_lock lock(mutex_);
+  if (!running_arrivals_here()) {  // handlers running on arrival end first, as the dispatcher's did
+    done_.wait(lock, [&] { return !borrowed_; });
+  }
   close_window(lock);
   abort_ = true;
   abort_all_waiters_locked();
@@ -102,11 +105,12 @@ void EventBus::set_local_meta(std::shared_ptr<const EventMeta> meta) {
   local_meta_ = std::move(meta);
 }
 
-std::uint64_t EventBus::add(std::string event, ErasedHandler fn, bool once, PackedHandler packed) {
+std::uint64_t EventBus::add(std::string event, ErasedHandler fn, bool once, PackedHandler packed, bool on_arrival) {
   auto entry = std::make_shared<Entry>();
   entry->fn = std::move(fn);
   entry->packed = std::move(packed);
   entry->once = once;
+  entry->on_arrival = on_arrival;
   return register_entry(std::move(event), std::move(entry));
 }
 
@@ -174,6 +178,7 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
   };
   std::vector<Told> told;  // receipts are told outside the lock
   bool queued = false;
+  bool arrive = false;  // this thread borrowed the dispatcher's role for arrivals_
   {
     std::lock_guard lock(mutex_);
     if (!stopping_ && !window_.open() && !events.empty()) {
@@ -186,11 +191,20 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
         }
         e.order = ++posted_;
       }
-      queued_jobs_ += events.size();
-      queue_.push_back(std::move(events));
-      events = spare_locked();
-      start_dispatcher_locked();
-      queued = true;
+      // The leading events that may run on arrival are this thread's to run (after the lock).
+      if (const std::size_t now = arrival_prefix_locked(events); now > 0) {
+        borrowed_ = arrive = true;
+        arrivals_.clear();
+        std::move(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(now), std::back_inserter(arrivals_));
+        events.erase(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(now));
+      }
+      if (!events.empty()) {
+        queued_jobs_ += events.size();
+        queue_.push_back(std::move(events));
+        events = spare_locked();
+        start_dispatcher_locked();
+        queued = !borrowed_;  // else the dispatcher is woken when the borrow ends
+      }
     }
     // A batch is mostly runs of one event: its handlers are looked up once per run (they cannot
     // change while the lock is held). The key in handlers_ of the last event found there:
@@ -257,6 +271,9 @@ void EventBus::post_remote(std::vector<RemoteEvent>&& events) {
     if (t.receipt) {
       t.receipt->done(t.seq, t.bytes, t.handled);
     }
+  }
+  if (arrive) {
+    run_arrivals();
   }
 }
 
@@ -400,7 +417,7 @@ void EventBus::dispatch_loop() {
   trace::name_thread("dispatcher");
   std::unique_lock lock(mutex_);
   while (true) {
-    while (!stopping_ && queue_.empty()) {
+    while ((!stopping_ && queue_.empty()) || borrowed_) {  // borrowed: a receiving thread dispatches
       const std::uint32_t seen = queued_.value();
       lock.unlock();
       queued_.wait(seen, std::chrono::steady_clock::time_point::max());
@@ -413,12 +430,13 @@ void EventBus::dispatch_loop() {
     }
     batch_.swap(queue_);  // both keep their capacity: no allocation per batch
     queued_jobs_ = 0;
+    running_batch_ = true;
     lock.unlock();
     {
       ReceiptRun told;  // what ran is told in runs (at most ReceiptRun::kMaxRun events late)
       for (const auto& segment : batch_) {
         for (const auto& job : segment) {
-          dispatch(job, told);
+          dispatch(job, told, dispatcher_scratch_);
         }
       }
     }
@@ -435,6 +453,7 @@ void EventBus::dispatch_loop() {
       }
     }
     batch_.clear();
+    running_batch_ = false;
     dispatched_ = posted_ - queued_jobs_;
     if (drain_waiters_ > 0) {  // a wake-up per batch costs a context switch nobody needs
       done_.notify_all();
@@ -476,25 +495,26 @@ void EventBus::handlers_changed_locked() noexcept {
   handlers_version_.store(handlers_version_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
-void EventBus::dispatch(const BusJob& job, ReceiptRun& told) {
+void EventBus::dispatch(const BusJob& job, ReceiptRun& told, DispatchScratch& scratch) {
   // The handlers of the last event dispatched are kept while no handler is added or removed
   // (a run of one event takes the lock once). Using them unlocked is safe: one removed since
   // is skipped by claim(), one added since is newer than the job and would be skipped anyway.
-  auto& registered = cached_entries_;  // dispatcher thread only, like the rest of this cache
+  auto& registered = scratch.cached_entries;  // the dispatching thread's, like the rest of this cache
   if (job.only) {
-    cached_version_ = ~std::uint64_t{0};
+    scratch.cached_version = ~std::uint64_t{0};
     registered.clear();
     registered.push_back(job.only);  // a kept event replayed for the handler registered later
-  } else if (cached_version_ != handlers_version_.load(std::memory_order_acquire) || cached_event_ != job.event) {
+  } else if (scratch.cached_version != handlers_version_.load(std::memory_order_acquire) ||
+             scratch.cached_event != job.event) {
     std::lock_guard lock(mutex_);
     registered.clear();
-    cached_version_ = handlers_version_.load(std::memory_order_relaxed);
-    cached_event_ = job.event;
+    scratch.cached_version = handlers_version_.load(std::memory_order_relaxed);
+    scratch.cached_event = job.event;
     if (auto it = handlers_.find(job.event); it != handlers_.end()) {
       registered = it->second;
     }
   }
-  auto& entries = dispatch_entries_;  // dispatcher thread only: reused, so no allocation per event
+  auto& entries = scratch.entries;  // reused, so no allocation per event
   entries.clear();
   for (const auto& entry : registered) {
     if (job.only || entry->since < job.order) {  // a handler registered after the emit does not see it
@@ -511,7 +531,9 @@ void EventBus::dispatch(const BusJob& job, ReceiptRun& told) {
       continue;
     }
     handled = true;
-    grant_inline_write();  // the handler's first emit (its reply) goes out from this thread
+    if (!holding_writes()) {  // arrivals hold their writes for one write at the end
+      grant_inline_write();   // the handler's first emit (its reply) goes out from this thread
+    }
     const trace::Span span(trace::Category::event, job.event, job.meta ? job.meta->sender : -1);  // --trace
     try {
       if (!args && entry->packed && entry->packed(job.packed->view(), *job.meta)) {

@@ -62,7 +62,10 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   /// Registers a handler; `once` handlers are removed before their only call. `packed` (may be
   /// empty) is its fast path for events whose arguments came packed from a peer. While the
   /// startup window is open it also gets the window's kept events of its name (replays).
-  std::uint64_t add(std::string event, ErasedHandler fn, bool once, PackedHandler packed = nullptr);
+  /// `on_arrival`: a remote event whose handlers all are such runs on the thread that received
+  /// it when the bus is idle (post_remote()).
+  std::uint64_t add(std::string event, ErasedHandler fn, bool once, PackedHandler packed = nullptr,
+                    bool on_arrival = false);
   /// Removes every handler of events matching the fnmatch `pattern`; returns how many.
   std::size_t remove_matching(std::string_view pattern);
   /// Removes handler `id` of `event`; false when absent. `keep_interest`: the name stays in the
@@ -79,6 +82,9 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   /// Queues events from peers, in order. While the startup window is open each one is also
   /// kept (bounded), and one without a handler waits there instead of running. Each receipt is
   /// told when the event ran, was kept, or was dropped.
+  /// When the bus is idle (nothing queued or running, the window closed), the leading events
+  /// whose handlers all run on arrival (on_inline handlers, waiters) run here, on the calling
+  /// thread, before the rest is queued: the dispatcher waits meanwhile, so order holds.
   void post_remote(std::vector<RemoteEvent>&& events);
   /// Ends the startup window: kept events no handler saw are dropped (counted as unhandled).
   void end_startup_window();
@@ -108,7 +114,24 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
  private:
   using Entry = HandlerEntry;
 
+  // The handlers a dispatching thread looked up last, and the ones that take the current job.
+  // One for the dispatcher thread, one for the thread that borrowed its role (post_remote).
+  struct DispatchScratch {
+    std::vector<std::shared_ptr<Entry>> cached_entries;
+    std::string cached_event;
+    std::uint64_t cached_version = ~std::uint64_t{0};
+    std::vector<Entry*> entries;
+  };
+
   void dispatch_loop();
+  // How many leading `events` run on arrival now: the bus is idle and each one's live handlers
+  // all run on arrival (there is at least one). Caller holds mutex_.
+  std::size_t arrival_prefix_locked(const std::vector<RemoteEvent>& events) const;
+  // Runs the jobs borrowed_ took into arrivals_ on this thread, then gives the dispatcher its
+  // role back (and wakes it for what was queued meanwhile).
+  void run_arrivals() noexcept;
+  // True on a thread inside run_arrivals() of this bus.
+  bool running_arrivals_here() const noexcept;
   // Queues `job` (gives it its order), starts the dispatcher if needed. Caller holds mutex_.
   void push_locked(BusJob job);
   // Gives `job`, just put at the end of the queue, its order; starts the dispatcher if needed.
@@ -121,7 +144,7 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   void start_dispatcher_locked();
   // Registers `entry` with its replays; its id, or 0 for a waiter refused in abort mode.
   std::uint64_t register_entry(std::string event, std::shared_ptr<Entry> entry);
-  void dispatch(const BusJob& job, ReceiptRun& told);
+  void dispatch(const BusJob& job, ReceiptRun& told, DispatchScratch& scratch);
   // Marks handlers_ changed (for the dispatcher's cache). Caller holds mutex_.
   void handlers_changed_locked() noexcept;
   // After a job of a kept event ran: true when it was the last pending one of an event that no
@@ -164,12 +187,13 @@ class EventBus : public std::enable_shared_from_this<EventBus> {
   StartupWindow window_;             // guarded by mutex_
   bool warned_window_full_ = false;  // guarded by mutex_
   std::vector<BusJob> replays_;      // guarded by mutex_: scratch for register_entry
-  // Dispatcher thread only: the handlers of cached_event_ as of cached_version_, and the ones
-  // of them that take the job being dispatched.
-  std::vector<std::shared_ptr<Entry>> cached_entries_;
-  std::string cached_event_;
-  std::uint64_t cached_version_ = ~std::uint64_t{0};
-  std::vector<Entry*> dispatch_entries_;
+  DispatchScratch dispatcher_scratch_;  // dispatcher thread only
+  // Guarded by mutex_: the dispatcher runs a batch; a receiving thread runs events on arrival
+  // (then the dispatcher waits), the jobs it runs.
+  bool running_batch_ = false;
+  bool borrowed_ = false;
+  std::vector<BusJob> arrivals_;        // the borrowing thread's while borrowed_
+  DispatchScratch arrival_scratch_;     // the borrowing thread's while borrowed_
   std::vector<std::vector<BusJob>> batch_;                 // dispatcher thread only
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};

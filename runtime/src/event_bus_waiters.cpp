@@ -20,6 +20,7 @@ std::shared_ptr<WaitState> EventBus::add_waiter(std::string event) {
     }
   };
   entry->once = true;
+  entry->on_arrival = true;
   entry->waiter = state;
   state->handler_id = register_entry(std::move(event), std::move(entry));
   return state;

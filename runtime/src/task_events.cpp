@@ -86,6 +86,10 @@ HandlerId Task::add_handler(std::string event, detail::Handlers handlers, bool o
   return impl_->live_bus()->add(std::move(event), std::move(handlers.raw), once, std::move(handlers.packed));
 }
 
+HandlerId Task::add_inline_handler(std::string event, detail::Handlers handlers) {
+  return impl_->live_bus()->add(std::move(event), std::move(handlers.raw), false, std::move(handlers.packed), true);
+}
+
 std::size_t Task::off(std::string_view pattern) { return impl_->live_bus()->remove_matching(pattern); }
 
 bool Task::off(std::string_view event, HandlerId id) { return impl_->live_bus()->remove(event, id); }

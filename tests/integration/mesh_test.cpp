@@ -240,6 +240,22 @@ TEST_CASE("mesh: a handler of a local event replies to its own node with emit_to
   CHECK(result_of(r.out, 1) == "answer=42 from=1 transport=local");
 }
 
+TEST_CASE("mesh: an on_inline handler runs as its event arrives, in its sender's order, and may not wait",
+          "[mesh][integration][redis]") {
+  // docs/runtime.md: runs of events of on() and on_inline handlers keep the sender's order; a
+  // probe's handler ran off the dispatcher thread; its wait_for was refused with this text.
+  const std::string transport = GENERATE(as<std::string>{}, "mesh", "redis");
+  CAPTURE(transport);
+  const Over over(transport);
+  auto r = run_ditask(over.args(mesh_args("on_inline", 2)), 90s);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(result_of(r.out, 0) ==
+        "in_order=1 inline_ran=1 wait=a handler of event 'probe' (registered with on_inline) cannot wait for event "
+        "'never': it runs on the thread that receives this node's events and calls|register it with on() instead, "
+        "which may wait");
+}
+
 TEST_CASE("mesh: the greeting example prints 'Get msg: Hi' every time", "[mesh][integration]") {
   for (int run = 0; run < 5; ++run) {
     CAPTURE(run);

@@ -87,6 +87,18 @@ class DITASK_API Task {
   HandlerId once(std::string event, F&& fn) {
     return add_handler(std::move(event), detail::make_handlers(std::forward<F>(fn)), true);
   }
+  /// Like on(), for handlers that never wait: a remote `event` whose handlers all were
+  /// registered with on_inline runs on the thread that received it (the transport's), as it
+  /// arrives, when this node's dispatcher has nothing queued or running; otherwise it runs on
+  /// the dispatcher as any event. Order holds either way. It saves the hand-off to the
+  /// dispatcher thread (a reply to an event goes out one thread wake-up sooner). While it runs,
+  /// the receiving thread reads nothing else, so it must be quick; a wait of the runtime in it
+  /// (wait_for, a Waiter, sync(), a remote call's result, a group collective) throws
+  /// ditask::Error. Local emits of `event` run on the dispatcher. docs/runtime.md.
+  template <class F>
+  HandlerId on_inline(std::string event, F&& fn) {
+    return add_inline_handler(std::move(event), detail::make_handlers(std::forward<F>(fn)));
+  }
   /// Removes every handler of every event matching `pattern` (fnmatch, as DI-engine). Returns
   /// how many were removed.
   std::size_t off(std::string_view pattern);
@@ -270,6 +282,7 @@ class DITASK_API Task {
   DITASK_LOCAL void join_transport(const std::shared_ptr<detail::EventBus>& bus);
   DITASK_LOCAL void stop_as(bool failing) noexcept;
   HandlerId add_handler(std::string event, detail::Handlers handlers, bool once);
+  HandlerId add_inline_handler(std::string event, detail::Handlers handlers);
   // The fast forms of emit and emit_args_to for simple arguments: `wire` is the event payload
   // (detail::pack_event), `local` the same arguments for this process's handlers (scope).
   void emit_wire(std::string_view event, const std::vector<std::uint8_t>& wire, Scope scope,

@@ -13,7 +13,8 @@ thread_local bool holding = false;
 // The connections held; a vector of few (a served batch answers one caller).
 thread_local std::vector<std::shared_ptr<HeldWrite>> held;
 thread_local std::vector<std::shared_ptr<HeldWrite>> releasing;  // held's spare, kept for its capacity
-thread_local const std::string* on_arrival = nullptr;  // the function an OnArrivalScope names
+thread_local const std::string* on_arrival = nullptr;  // the function or event an OnArrivalScope names
+thread_local bool on_arrival_handler = false;            // it names an event of on_inline handlers
 }  // namespace
 
 void grant_inline_write() noexcept { granted = true; }
@@ -49,7 +50,10 @@ void release_held_writes() noexcept {
   releasing.clear();
 }
 
-OnArrivalScope::OnArrivalScope(const std::string& function) noexcept { on_arrival = &function; }
+OnArrivalScope::OnArrivalScope(const std::string& name, bool handler) noexcept {
+  on_arrival = &name;
+  on_arrival_handler = handler;
+}
 
 OnArrivalScope::~OnArrivalScope() { on_arrival = nullptr; }
 
@@ -58,6 +62,11 @@ bool running_on_arrival() noexcept { return on_arrival != nullptr; }
 void before_wait(std::string_view what, std::string_view name) {
   if (on_arrival != nullptr) {
     const std::string waited = std::string(what) + (name.empty() ? "" : " '" + std::string(name) + "'");
+    if (on_arrival_handler) {
+      throw Error("a handler of event '" + *on_arrival + "' (registered with on_inline) cannot wait for " + waited +
+                      ": it runs on the thread that receives this node's events and calls",
+                  "register it with on() instead, which may wait");
+    }
     throw Error("function '" + *on_arrival + "' (defined with define_inline) cannot wait for " + waited +
                     ": it runs on the thread that receives this node's events and calls",
                 "define it with define() or define_concurrent() instead, which may wait");

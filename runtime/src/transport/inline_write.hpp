@@ -43,13 +43,14 @@ void add_held_write(const std::shared_ptr<HeldWrite>& link);
 /// Writes each connection held since hold_writes() and ends the hold. Cheap when nothing is held.
 void release_held_writes() noexcept;
 
-/// While one lives on a thread, that thread is a transport's receiving thread running a remote
-/// function defined with Rpc::define_inline (named `function`): the runtime's waits refuse
-/// (before_wait()), and its sends never wait for room in a full send queue (only this
-/// thread would make it). Thread: the receiving thread; scopes do not nest.
+/// While one lives on a thread, that thread is a transport's receiving thread running user code
+/// on arrival: a remote function defined with Rpc::define_inline (named `name`), or the handlers
+/// of an event `name` registered with Task::on_inline (`handler`). The runtime's waits refuse
+/// (before_wait()), and its sends never wait for room in a full send queue (only this thread
+/// would make it). Thread: the receiving thread; scopes do not nest.
 class OnArrivalScope {
  public:
-  explicit OnArrivalScope(const std::string& function) noexcept;
+  explicit OnArrivalScope(const std::string& name, bool handler = false) noexcept;
   ~OnArrivalScope();
   OnArrivalScope(const OnArrivalScope&) = delete;
   OnArrivalScope& operator=(const OnArrivalScope&) = delete;
@@ -59,7 +60,7 @@ bool running_on_arrival() noexcept;
 /// Before each wait of the runtime: refuses it on a thread that runs a function on arrival (the
 /// wait could never end: the answer would come through this very thread), then writes what this
 /// thread held (release_held_writes(): it may be what the awaited answer needs). Errors:
-/// ditask::Error naming the function and what it would wait for: `what`, then `name` quoted
+/// ditask::Error naming the function (or event) and what it would wait for: `what`, then `name` quoted
 /// when not empty (the message is built only then).
 void before_wait(std::string_view what, std::string_view name = {});
 
