@@ -23,14 +23,23 @@ std::string inline_thread_text(std::thread::id id) {
   return out.str();
 }
 
+// What node 1's handlers share with its entry. It outlives the task (declared before start()),
+// so no handler runs after it is gone.
+struct InlineReceiver {
+  std::mutex mutex;
+  std::vector<std::int64_t> seen;  // guarded by mutex
+  std::string dispatcher;          // guarded by mutex: the dispatcher's thread, as on() handlers see it
+  Shared<bool> done;
+};
+
 // Node 1's side: "queued" (on) and "arrived" (on_inline) record their numbers in one list;
 // "check" (on) answers whether the list is 0..kInlineEvents-1; "probe" (on_inline) answers whether it
 // ran off the dispatcher thread, and then what a wait in it did.
-void inline_receiver(ditask::Task& task) {
-  std::mutex mutex;
-  std::vector<std::int64_t> seen;
-  std::string dispatcher;  // the dispatcher's thread, as the on() handlers see it
-  Shared<bool> done;
+void inline_receiver(ditask::Task& task, InlineReceiver& state) {
+  auto& mutex = state.mutex;
+  auto& seen = state.seen;
+  auto& dispatcher = state.dispatcher;
+  auto& done = state.done;
   task.on("queued", [&](std::int64_t n) {
     std::lock_guard lock(mutex);
     dispatcher = inline_thread_text(std::this_thread::get_id());
@@ -80,9 +89,10 @@ void inline_receiver(ditask::Task& task) {
 // Prints "RESULT in_order=1 inline_ran=1 wait=<the refusal's text>|<its hint>" on node 0.
 DITASK_MAIN(on_inline) {
   auto& task = ditask::task();
+  InlineReceiver state;
   auto running = task.start();
   if (node_id() == 1) {
-    inline_receiver(task);
+    inline_receiver(task, state);
     return;
   }
   auto listening = task.waiter("listening");
