@@ -76,8 +76,9 @@ void EventBus::stop() noexcept {
   }
   queued_.wake_all();
   if (thread_.joinable()) {
-    if (on_dispatcher_thread()) {
-      // Stopping from a handler cannot join itself; the loop ends after this handler.
+    if (on_dispatcher_thread() || running_arrivals_here()) {
+      // Stopping from a handler cannot join itself (nor the dispatcher, which waits for this
+      // thread's arrivals to end); the loop ends after this handler.
       DITASK_LOG(error, "events") << "task stopped from inside an event handler";
       thread_.detach();
     } else {
