@@ -2,6 +2,7 @@
 // Events that run on arrival (Task::on_inline, waiters): run by the thread that hands them to
 // the bus when the bus is idle, queued in order behind whatever the dispatcher has, and refused
 // any wait of the runtime.
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -180,4 +181,46 @@ TEST_CASE("event bus: a wait inside a handler that runs on arrival is refused", 
                               "fast: a handler of event 'fast' (registered with on_inline) cannot wait for the event "
                               "handlers: it runs on the thread that receives this node's events and calls | register "
                               "it with on() instead, which may wait"});
+}
+
+TEST_CASE("event bus: stop() waits for a handler running on arrival, and the dispatcher stays out meanwhile",
+          "[events][arrival]") {
+  auto bus = live_bus();
+  Runs runs;
+  Gate gate;
+  auto record = runs.handler();
+  bus->add("fast", [&](const ditask::EventArgs& args, const ditask::EventMeta& meta) {
+    gate.enter_and_wait();
+    record(args, meta);
+  }, false, nullptr, true);
+  bus->add("slow", runs.handler(), false);
+  std::thread receiving([&] { post(*bus, {remote("fast", 0), remote("slow", 1)}); });
+  gate.wait_entered();  // the receiving thread runs "fast"; "slow" waits queued behind it
+  std::atomic<bool> stopped{false};
+  std::thread stopping([&] {
+    bus->stop();
+    stopped = true;
+  });
+  {
+    std::lock_guard lock(runs.mutex);
+    CHECK(runs.values.empty());  // the dispatcher did not run "slow" ahead of "fast"
+  }
+  CHECK_FALSE(stopped.load());  // it cannot have returned: "fast" still runs
+  gate.release();
+  stopping.join();
+  receiving.join();
+  CHECK(stopped.load());
+  std::lock_guard lock(runs.mutex);
+  CHECK(runs.values == std::vector<int>{0, 1});  // queued before stop(): it still ran, after
+}
+
+TEST_CASE("event bus: a handler running on arrival that throws is reported as any handler's failure",
+          "[events][arrival]") {
+  Failures failures;
+  auto bus = live_bus(&failures);
+  bus->add("fast", [](const ditask::EventArgs&, const ditask::EventMeta&) { throw ditask::Error("no model", "load it"); },
+           false, nullptr, true);
+  post(*bus, {remote("fast", 0)});
+  std::lock_guard lock(failures.mutex);
+  CHECK(failures.texts == std::vector<std::string>{"fast: no model | load it"});
 }
