@@ -36,8 +36,9 @@ struct TaskAccess;
 /// Threading. Handlers registered with on()/once() run on one dispatcher thread per started
 /// task, one at a time, in FIFO order: events emitted from one thread run in emit order, and
 /// the handlers of one event in registration order (on_inline handlers may run on the thread
-/// that received their event instead, in the dispatcher's stead: the same order). A local emit() only queues the event and
-/// returns before its handlers ran; sync() waits until everything queued before it has run.
+/// that received their event instead, in the dispatcher's stead: the same order). A local
+/// emit() only queues the event and returns before its handlers ran; sync() waits until
+/// everything queued before it has run.
 /// Middleware runs on the thread calling run() (plus a pool of n_async_workers threads for
 /// forwards in async mode and for parallel()). emit() and wait_for() are safe from any thread;
 /// wait_for() refuses to run on the dispatcher thread, where it could never return.

@@ -62,14 +62,13 @@ bool running_on_arrival() noexcept { return on_arrival != nullptr; }
 void before_wait(std::string_view what, std::string_view name) {
   if (on_arrival != nullptr) {
     const std::string waited = std::string(what) + (name.empty() ? "" : " '" + std::string(name) + "'");
-    if (on_arrival_handler) {
-      throw Error("a handler of event '" + *on_arrival + "' (registered with on_inline) cannot wait for " + waited +
-                      ": it runs on the thread that receives this node's events and calls",
-                  "register it with on() instead, which may wait");
-    }
-    throw Error("function '" + *on_arrival + "' (defined with define_inline) cannot wait for " + waited +
+    const std::string who = on_arrival_handler
+                                ? "a handler of event '" + *on_arrival + "' (registered with on_inline)"
+                                : "function '" + *on_arrival + "' (defined with define_inline)";
+    throw Error(who + " cannot wait for " + waited +
                     ": it runs on the thread that receives this node's events and calls",
-                "define it with define() or define_concurrent() instead, which may wait");
+                on_arrival_handler ? "register it with on() instead, which may wait"
+                                   : "define it with define() or define_concurrent() instead, which may wait");
   }
   release_held_writes();
 }
