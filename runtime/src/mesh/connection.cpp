@@ -147,9 +147,10 @@ void Link::start_read(std::uint8_t* into, std::size_t size, bool direct, bool dr
     return;
   }
   // The last read took less than it could: the socket was empty then. Asio's read would try at
-  // once all the same and find nothing (a system call for each read); a wait is queued without
-  // a try, and its readiness comes with the next bytes: the reactor's edge-triggered epoll reports
-  // any that came after that read, on this thread, which queued the wait before it polls again.
+  // once all the same and find nothing (a failing recv); a wait is queued without a try, but
+  // Asio re-arms the descriptor for it (an epoll_ctl): one system call either way (strace).
+  // Its readiness comes with the next bytes: the reactor's edge-triggered epoll reports any that
+  // came after that read, on this thread, which queued the wait before it polls again.
   socket_.async_wait(Socket::wait_read, [self = shared_from_this(), into, size, direct](
                                             const boost::system::error_code& ec) {
     if (ec) {

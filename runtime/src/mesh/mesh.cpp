@@ -65,7 +65,13 @@ std::optional<std::int64_t> world_rule(const MeshSettings& s) {
 }  // namespace
 
 Mesh::Mesh(MeshSettings settings)
-    : settings_(std::move(settings)), relay_plan_(settings_), listener_(io_),
+    : settings_(std::move(settings)),
+      relay_plan_(settings_),
+      runner_(io_,
+              [](const std::exception& e) {
+                DITASK_LOG(error, "mesh") << "network thread: " << e.what();
+              }),
+      listener_(io_),
       group_(settings_, "mesh", counters_, world_rule(settings_)),
       peers_(group_.table()) {
   own_hello_.run_id = settings_.run_id;
@@ -149,14 +155,7 @@ void Mesh::start() {
   thread_ = std::thread([this] {
     become_batch_thread();
     trace::name_thread("mesh io");
-    for (;;) {
-      try {
-        io_.run();
-        return;
-      } catch (const std::exception& e) {
-        DITASK_LOG(error, "mesh") << "network thread: " << e.what();
-      }
-    }
+    runner_.io_thread_loop();
   });
   DITASK_LOG(debug, "mesh") << "node " << settings_.node_id << " listening on " << settings_.listen << ", "
                             << dests.size() << " expected peers";
@@ -236,6 +235,7 @@ void Mesh::shutdown(bool failed) noexcept {
   });
   work_.reset();
   io_.stop();
+  runner_.stopped();
   thread_.join();
   listener_.unlink_path();
 }

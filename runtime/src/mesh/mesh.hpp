@@ -27,6 +27,7 @@
 #include "../remote_event.hpp"
 #include "address.hpp"
 #include "connection.hpp"
+#include "io_runner.hpp"
 #include "listener.hpp"
 #include "refusal.hpp"
 #include "relay_plan.hpp"
@@ -74,6 +75,14 @@ class Mesh final : public Transport, public Link::Owner {
   TransportStats stats() const override;
   /// stats(), and from now on a peer that leaves is neither counted lost nor warned about.
   TransportStats final_stats() override;
+  /// A thread waiting for a call's answer runs io_ itself when no other thread does (IoRunner).
+  std::optional<bool> wait_running_io(const std::function<bool()>& done, WakeWord& word,
+                                      std::atomic<bool>& would_run,
+                                      std::chrono::steady_clock::time_point deadline) override {
+    return runner_.wait_running_io(done, word, would_run, deadline);
+  }
+  /// The io thread lets io_ go after the current handler (it woke such a waiter).
+  void offer_io() noexcept override { runner_.offer(); }
   /// "mesh".
   std::string_view name() const noexcept override { return "mesh"; }
   /// Waits (bounded) for what was sent to be acknowledged, says bye, closes every link and
@@ -176,6 +185,7 @@ class Mesh final : public Transport, public Link::Owner {
   std::shared_ptr<ReadBufferPool> read_buffers_;  // set by the constructor
   BodyPtr own_hello_body_;  // io thread: own_hello_ encoded, for links without a nonce
   boost::asio::io_context io_;
+  IoRunner runner_;  // who runs io_: the io thread, or a thread waiting for a call's answer
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   Listener listener_;
   std::thread thread_;

@@ -30,6 +30,8 @@ void set_call_context_hooks(CallContextHooks hooks) {
   g_hooks.store(all_hooks().back().get(), std::memory_order_release);
 }
 
+bool call_context_hooks() noexcept { return g_hooks.load(std::memory_order_acquire) != nullptr; }
+
 std::vector<std::uint8_t> capture_call_context(std::int64_t to) {
   const auto* hooks = g_hooks.load(std::memory_order_acquire);
   if (hooks == nullptr || !hooks->capture) {

@@ -2,6 +2,7 @@
 #include "call_state_impl.hpp"
 
 #include "../transport/inline_write.hpp"
+#include "rpc_engine.hpp"
 #include "rpc_wire.hpp"
 
 namespace ditask {
@@ -40,6 +41,28 @@ bool CallState::wait(std::chrono::milliseconds timeout) const {
   before_wait("the result of call", impl_->function);  // an answer this thread held may be what it needs
   const auto deadline = timeout == std::chrono::milliseconds::max() ? std::chrono::steady_clock::time_point::max()
                                                                      : std::chrono::steady_clock::now() + timeout;
+  // The answer of a call to another node is read by the waiting thread itself when the transport
+  // can (no hand-over from the io thread), unless this thread serves a call (the io work's served
+  // calls would replace its state) or a library keeps a context per thread (call hooks).
+  // The transport, not the engine, is held while it waits: the last holder of an engine stops it.
+  std::shared_ptr<Transport> transport;
+  if (!serving_call_here() && !call_context_hooks()) {
+    if (const auto engine = impl_->engine.lock(); engine && engine->self_node() != impl_->node) {
+      transport = engine->transport();
+    }
+  }
+  if (transport) {
+    auto done = [this] { return impl_->done.load(std::memory_order_acquire); };
+    const auto in_time =
+        transport->wait_running_io(done, impl_->completed, impl_->would_run, deadline);
+    if (in_time) {
+      if (!*in_time) {
+        return false;
+      }
+      grant_inline_write();  // as below
+      return true;
+    }
+  }
   for (;;) {
     const std::uint32_t seen = impl_->completed.value();
     if (impl_->done.load(std::memory_order_acquire)) {

@@ -29,6 +29,9 @@ struct __attribute__((visibility("hidden"))) CallState::Impl {
   // Set under mutex, after the result or error (release); read without it (acquire) by the
   // fast paths: a result or error seen done is never written again.
   std::atomic<bool> done{false};
+  // Its waiter would run the transport's io work itself (it sleeps in wait()): the thread that
+  // wakes it lets the io work go (Transport::offer_io).
+  std::atomic<bool> would_run{false};
   // The error, set before done: an RpcError as its parts, from which each waiter throws a new
   // one, so no exception object or what() text is shared between threads (libstdc++ counts
   // both with atomics ThreadSanitizer cannot see); any other exception (a continuation's) as it came.

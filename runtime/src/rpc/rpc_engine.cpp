@@ -313,10 +313,15 @@ void RpcEngine::finish_replies(std::vector<RemoteEvent>& replies) {
                                                                     d.state->function(), text(0), text(1))),
                                    true);
   }
+  bool offer = false;
   for (auto& d : done) {
     if (d.settled) {
+      offer = offer || d.state->impl().would_run.load(std::memory_order_relaxed);
       d.state->impl().wake(std::move(d.callbacks));  // after the whole batch is settled
     }
+  }
+  if (offer) {
+    transport_->offer_io();  // the caller woken reads its next answers itself
   }
   replies.clear();
 }

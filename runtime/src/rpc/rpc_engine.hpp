@@ -74,6 +74,9 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   /// Replies to the call this thread serves: `wire` (packed) or `args` (JSON).
   void reply(const std::vector<std::uint8_t>* wire, EventArgs* args);
 
+  /// The transport its calls go through.
+  const std::shared_ptr<Transport>& transport() const noexcept { return transport_; }
+
   /// Counters.
   RpcStats stats() const;
   /// Whether the service thread runs (it starts with its first job: a call with a deadline,
@@ -183,5 +186,9 @@ std::vector<std::uint8_t> capture_call_context(std::int64_t to);
 void restore_call_context(const std::vector<std::uint8_t>& context, std::int64_t caller);
 /// The caller of the call this thread serves (where its result's RRefs go), or kNoDestination.
 std::int64_t serving_destination() noexcept;
+/// Whether this thread serves a remote call now.
+inline bool serving_call_here() noexcept { return serving_destination() != kNoDestination; }
+/// Whether a library installed call-context hooks (the context of a thread then matters).
+bool call_context_hooks() noexcept;
 
 }  // namespace ditask::detail

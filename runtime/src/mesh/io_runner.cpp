@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+#include "io_runner.hpp"
+
+#include <algorithm>
+
+namespace ditask::detail::mesh {
+
+namespace {
+// A waiter runs in slices: an answer completed by another thread (a timeout, a node that left,
+// a stop) is seen within one.
+constexpr std::chrono::steady_clock::duration kWaiterSlice = std::chrono::milliseconds(2);
+}  // namespace
+
+bool IoRunner::run_one(std::chrono::steady_clock::duration slice) {
+  try {
+    if (slice == std::chrono::steady_clock::duration::zero()) {
+      return io_.run_one() != 0;  // 0: stopped (or out of work, which only shutdown makes)
+    }
+    io_.run_one_for(slice);
+  } catch (const std::exception& e) {
+    on_error_(e);
+  }
+  return !io_.stopped();
+}
+
+void IoRunner::let_go_locked() {
+  runner_ = Runner::none;
+  for (auto* word : sleeping_) {
+    word->wake_all();  // under the lock: a waiter unregisters its word under it before it goes
+  }
+}
+
+void IoRunner::io_thread_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    runner_ = Runner::io;
+    offered_.store(false, std::memory_order_relaxed);
+    lock.unlock();
+    bool running = true;
+    while (running && !offered_.exchange(false, std::memory_order_relaxed)) {
+      running = run_one(std::chrono::steady_clock::duration::zero());
+    }
+    lock.lock();
+    let_go_locked();
+    // Taken back after a whole idle period in which no waiter began or ended a run. Once stopped
+    // there is nothing left to run: the thread ends (a waiter that runs it leaves at once).
+    for (;;) {
+      if (!running || io_.stopped()) {
+        return;
+      }
+      const std::uint64_t seen = turns_;
+      changed_.wait_for(lock, idle_);
+      if (runner_ == Runner::none && turns_ == seen) {
+        break;
+      }
+    }
+  }
+}
+
+void IoRunner::run_until(const std::function<bool()>& done,
+                         std::chrono::steady_clock::time_point deadline) {
+  while (!done()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline ||
+        !run_one(std::min<std::chrono::steady_clock::duration>(deadline - now, kWaiterSlice))) {
+      return;
+    }
+  }
+}
+
+bool IoRunner::wait_running_io(const std::function<bool()>& done, WakeWord& word,
+                               std::atomic<bool>& would_run,
+                               std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    if (done()) {
+      return true;
+    }
+    bool run = false;
+    std::uint32_t seen = 0;
+    {
+      std::lock_guard lock(mutex_);
+      if (runner_ == Runner::none && !io_.stopped()) {
+        runner_ = Runner::waiter;
+        ++turns_;
+        run = true;
+      } else {
+        seen = word.value();  // before it is registered: a wake from let_go_locked() moves it after
+        sleeping_.push_back(&word);
+      }
+    }
+    if (run) {
+      run_until(done, deadline);
+      offered_.store(false,
+                     std::memory_order_relaxed);  // what it offered while it ran was to itself
+      {
+        std::lock_guard lock(mutex_);
+        ++turns_;
+        let_go_locked();
+      }
+    } else {
+      would_run.store(true, std::memory_order_relaxed);
+      const bool in_time = done() || word.wait(seen, deadline);
+      {
+        std::lock_guard lock(mutex_);
+        sleeping_.erase(std::find(sleeping_.begin(), sleeping_.end(), &word));
+      }
+      if (!in_time && !done()) {
+        return false;
+      }
+      continue;
+    }
+    if (done()) {
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return false;
+    }
+  }
+}
+
+void IoRunner::stopped() {
+  { std::lock_guard lock(mutex_); }  // the io thread is in its wait or sees the stop before it
+  changed_.notify_one();
+}
+
+std::size_t IoRunner::sleeping() const {
+  std::lock_guard lock(mutex_);
+  return sleeping_.size();
+}
+
+}  // namespace ditask::detail::mesh

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+// Who runs a mesh's io_context: its io thread, or a thread waiting for a remote call's answer,
+// which then reads (and writes) for itself. docs/design.md "Threading in a worker".
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "../wake_word.hpp"
+
+namespace ditask::detail::mesh {
+
+/// One io_context, run by one thread at a time: the io thread, or a thread waiting for an answer
+/// (wait_running_io()). The io thread lets go only after it woke such a waiter (offer()), so a
+/// thread that calls in a loop reads its answers and writes its next calls itself, with no
+/// hand-over between threads. Whoever lets go wakes the waiters sleeping meanwhile (one of them
+/// takes over). The io thread takes the io_context back once a whole idle period passed with no
+/// waiter's run begun or ended: what arrives while the caller does other work waits at most
+/// about two periods.
+/// Thread: io_thread_loop() on the io thread; the rest from any thread.
+class IoRunner {
+ public:
+  /// How long a let-go io_context may stay unrun before the io thread takes it back (the mesh's).
+  static constexpr std::chrono::microseconds kIdle{250};
+
+  /// `on_error`: a handler's exception (logged; the io_context keeps running). `idle`: as kIdle.
+  IoRunner(boost::asio::io_context& io, std::function<void(const std::exception&)> on_error,
+           std::chrono::microseconds idle = kIdle)
+      : io_(io), on_error_(std::move(on_error)), idle_(idle) {}
+
+  /// The io thread's body: runs the io_context until it is stopped.
+  void io_thread_loop();
+  /// Waits until `done()` (true) or `deadline` (false): runs the io_context on this thread
+  /// whenever no other thread does, else sleeps on `word` (the waker moves it after `done()`
+  /// turned true) with `would_run` set, so that its waker lets the io_context go.
+  bool wait_running_io(const std::function<bool()>& done, WakeWord& word,
+                       std::atomic<bool>& would_run,
+                       std::chrono::steady_clock::time_point deadline);
+  /// Lets the io_context go after the current handler: it woke a waiter that would run it.
+  /// Thread: the one running the io_context.
+  void offer() noexcept { offered_.store(true, std::memory_order_relaxed); }
+  /// Wakes the io thread to see that the io_context stopped. Any thread, after io_context::stop().
+  void stopped();
+  /// Waiters sleeping now (while another thread runs the io_context). For tests.
+  std::size_t sleeping() const;
+
+ private:
+  enum class Runner : std::uint8_t { none, io, waiter };
+  // Runs one handler (or waits up to `slice` for one when it is set); false once stopped.
+  bool run_one(std::chrono::steady_clock::duration slice);
+  // Runs until `done()`, `deadline` or a stop. Caller took the runner's role.
+  void run_until(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline);
+  // Lets the io_context go and wakes the sleeping waiters. Caller holds mutex_.
+  void let_go_locked();
+
+  boost::asio::io_context& io_;
+  const std::function<void(const std::exception&)> on_error_;
+  const std::chrono::microseconds idle_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;  // the io thread waits on it while it does not run
+  Runner runner_ = Runner::io;       // guarded by mutex_
+  std::uint64_t turns_ = 0;          // guarded by mutex_: waiters' runs begun and ended
+  std::vector<WakeWord*> sleeping_;  // guarded by mutex_: waiters sleeping while another runs
+  std::atomic<bool> offered_{false};
+};
+
+}  // namespace ditask::detail::mesh

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+// IoRunner: a mesh's io_context is run by its io thread, or by a thread that waits for an answer
+// once the io thread let it go; the io thread takes it back when no waiter runs it, and ends at
+// a stop even while a waiter runs it.
+#include "mesh/io_runner.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <catch2/catch.hpp>
+
+using ditask::detail::WakeWord;
+using ditask::detail::mesh::IoRunner;
+
+namespace {
+
+/// One io_context with its io thread, as the mesh runs them.
+struct Rig {
+  explicit Rig(std::chrono::microseconds idle)
+      : runner(
+            io, [this](const std::exception&) { ++errors; }, idle),
+        thread([this] { runner.io_thread_loop(); }) {}
+  ~Rig() { stop(); }
+  void stop() {
+    if (thread.joinable()) {
+      work.reset();
+      io.stop();
+      runner.stopped();
+      thread.join();
+    }
+  }
+
+  boost::asio::io_context io;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work{
+      io.get_executor()};
+  std::atomic<int> errors{0};
+  IoRunner runner;
+  std::thread thread;
+};
+
+/// One awaited answer: a handler posted to the io_context completes it, on whichever thread
+/// runs it, and records that thread.
+struct Answer {
+  std::atomic<bool> done{false};
+  WakeWord word;
+  std::atomic<bool> would_run{false};
+  std::thread::id ran_on;
+
+  // Posts the handler; `offer`: it lets the io_context go afterwards, as the RPC engine does
+  // when it woke a waiter that would run it.
+  void post(Rig& rig, bool offer) {
+    boost::asio::post(rig.io, [this, &rig, offer] {
+      ran_on = std::this_thread::get_id();
+      done.store(true, std::memory_order_release);
+      word.wake_all();
+      if (offer) {
+        rig.runner.offer();
+      }
+    });
+  }
+  bool wait(Rig& rig) {
+    return rig.runner.wait_running_io([this] { return done.load(std::memory_order_acquire); }, word,
+                                      would_run, std::chrono::steady_clock::time_point::max());
+  }
+};
+
+constexpr auto kForever = std::chrono::hours(1);  // the io thread never takes it back by itself
+
+}  // namespace
+
+TEST_CASE(
+    "io runner: while the io thread runs the io context a waiter sleeps, and it answers on the io "
+    "thread",
+    "[io_runner]") {
+  Rig rig(kForever);
+  Answer a;
+  a.post(rig, false);
+  REQUIRE(a.wait(rig));
+  CHECK(a.ran_on == rig.thread.get_id());
+}
+
+TEST_CASE(
+    "io runner: once the io thread let go, the waiter runs the next handlers on its own thread",
+    "[io_runner]") {
+  Rig rig(kForever);
+  Answer first;
+  first.post(rig, true);  // run by the io thread, which then lets go
+  REQUIRE(first.wait(rig));
+  CHECK(first.ran_on == rig.thread.get_id());
+  // The io thread ran nothing after the first handler: this one is run by the waiter (it takes
+  // the io context at once, or is woken to take it when the io thread lets go).
+  Answer second;
+  second.post(rig, false);
+  REQUIRE(second.wait(rig));
+  CHECK(second.ran_on == std::this_thread::get_id());
+  Answer third;
+  third.post(rig, false);
+  REQUIRE(third.wait(rig));
+  CHECK(third.ran_on == std::this_thread::get_id());
+}
+
+TEST_CASE("io runner: the io thread takes the io context back when no waiter runs it",
+          "[io_runner]") {
+  Rig rig(std::chrono::microseconds(200));
+  Answer first;
+  first.post(rig, true);
+  REQUIRE(first.wait(rig));
+  // No waiter now: a handler posted here runs on the io thread once it took the io context back.
+  std::promise<std::thread::id> ran;
+  boost::asio::post(rig.io, [&ran] { ran.set_value(std::this_thread::get_id()); });
+  CHECK(ran.get_future().get() == rig.thread.get_id());
+}
+
+TEST_CASE(
+    "io runner: a waiter sleeping while another runs the io context takes it over when that one is "
+    "done",
+    "[io_runner]") {
+  Rig rig(kForever);
+  Answer first;
+  first.post(rig, true);
+  REQUIRE(first.wait(rig));  // the io thread let go (or is about to)
+  // The main thread runs the io context for `held`, whose handler is posted only once the other
+  // waiter sleeps; that waiter's answer is posted behind it.
+  Answer held;
+  Answer other;
+  std::atomic<bool> other_in_time{false};  // Catch2 assertions stay on the test's thread
+  std::thread second([&] { other_in_time = other.wait(rig); });
+  std::thread poster([&] {
+    while (rig.runner.sleeping() == 0) {
+      std::this_thread::yield();
+    }
+    held.post(rig, false);
+  });
+  // Until `held` comes, this thread runs the io context (the io thread let go after `first`), or
+  // sleeps while the other waiter runs it; either way both answers come.
+  REQUIRE(held.wait(rig));
+  poster.join();
+  other.post(rig, false);
+  second.join();
+  CHECK(other_in_time.load());
+  CHECK(rig.errors.load() == 0);
+}
+
+TEST_CASE("io runner: a handler's exception is reported and the waiter keeps running",
+          "[io_runner]") {
+  Rig rig(kForever);
+  Answer first;
+  first.post(rig, true);
+  REQUIRE(first.wait(rig));
+  boost::asio::post(rig.io, [] { throw std::runtime_error("boom"); });
+  Answer next;
+  next.post(rig, false);
+  REQUIRE(next.wait(rig));
+  CHECK(next.ran_on == std::this_thread::get_id());
+  CHECK(rig.errors.load() == 1);
+}
+
+TEST_CASE(
+    "io runner: a stop ends the io thread while a waiter runs the io context, and the waiter then "
+    "sleeps",
+    "[io_runner]") {
+  Rig rig(kForever);
+  Answer first;
+  first.post(rig, true);
+  REQUIRE(first.wait(rig));
+  Answer never;  // no handler answers it: the waiter runs the io context until the stop
+  std::atomic<bool> in_time{false};
+  std::thread waiter([&] { in_time = never.wait(rig); });
+  rig.stop();  // returns once the io thread ended
+  CHECK_FALSE(never.done.load());
+  never.done.store(true, std::memory_order_release);  // what the RPC engine's stop does
+  never.word.wake_all();
+  waiter.join();
+  CHECK(in_time.load());
+}
+
+TEST_CASE("io runner: a waiter's deadline ends its wait while it runs the io context",
+          "[io_runner]") {
+  Rig rig(kForever);
+  Answer first;
+  first.post(rig, true);
+  REQUIRE(first.wait(rig));
+  Answer never;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  CHECK_FALSE(rig.runner.wait_running_io([&] { return never.done.load(); }, never.word,
+                                         never.would_run, deadline));
+  CHECK(std::chrono::steady_clock::now() >= deadline);
+}
