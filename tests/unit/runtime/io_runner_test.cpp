@@ -72,6 +72,14 @@ struct Answer {
 
 constexpr auto kForever = std::chrono::hours(1);  // the io thread never takes it back by itself
 
+/// Runs one answer through the io thread, which lets the io context go after it.
+void let_go(Rig& rig) {
+  Answer first;
+  first.post(rig, true);
+  REQUIRE(first.wait(rig));
+  CHECK(first.ran_on == rig.thread.get_id());
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -89,10 +97,7 @@ TEST_CASE(
     "io runner: once the io thread let go, the waiter runs the next handlers on its own thread",
     "[io_runner]") {
   Rig rig(kForever);
-  Answer first;
-  first.post(rig, true);  // run by the io thread, which then lets go
-  REQUIRE(first.wait(rig));
-  CHECK(first.ran_on == rig.thread.get_id());
+  let_go(rig);
   // The io thread ran nothing after the first handler: this one is run by the waiter (it takes
   // the io context at once, or is woken to take it when the io thread lets go).
   Answer second;
@@ -108,9 +113,7 @@ TEST_CASE(
 TEST_CASE("io runner: the io thread takes the io context back when no waiter runs it",
           "[io_runner]") {
   Rig rig(std::chrono::microseconds(200));
-  Answer first;
-  first.post(rig, true);
-  REQUIRE(first.wait(rig));
+  let_go(rig);
   // No waiter now: a handler posted here runs on the io thread once it took the io context back.
   std::promise<std::thread::id> ran;
   boost::asio::post(rig.io, [&ran] { ran.set_value(std::this_thread::get_id()); });
@@ -122,9 +125,7 @@ TEST_CASE(
     "done",
     "[io_runner]") {
   Rig rig(kForever);
-  Answer first;
-  first.post(rig, true);
-  REQUIRE(first.wait(rig));  // the io thread let go (or is about to)
+  let_go(rig);  // the io thread let go (or is about to)
   // The main thread runs the io context for `held`, whose handler is posted only once the other
   // waiter sleeps; that waiter's answer is posted behind it.
   Answer held;
@@ -137,7 +138,7 @@ TEST_CASE(
     }
     held.post(rig, false);
   });
-  // Until `held` comes, this thread runs the io context (the io thread let go after `first`), or
+  // Until `held` comes, this thread runs the io context (the io thread let go after let_go()), or
   // sleeps while the other waiter runs it; either way both answers come.
   REQUIRE(held.wait(rig));
   poster.join();
@@ -150,9 +151,7 @@ TEST_CASE(
 TEST_CASE("io runner: a handler's exception is reported and the waiter keeps running",
           "[io_runner]") {
   Rig rig(kForever);
-  Answer first;
-  first.post(rig, true);
-  REQUIRE(first.wait(rig));
+  let_go(rig);
   boost::asio::post(rig.io, [] { throw std::runtime_error("boom"); });
   Answer next;
   next.post(rig, false);
@@ -166,9 +165,7 @@ TEST_CASE(
     "sleeps",
     "[io_runner]") {
   Rig rig(kForever);
-  Answer first;
-  first.post(rig, true);
-  REQUIRE(first.wait(rig));
+  let_go(rig);
   Answer never;  // no handler answers it: the waiter runs the io context until the stop
   std::atomic<bool> in_time{false};
   std::thread waiter([&] { in_time = never.wait(rig); });
@@ -183,9 +180,7 @@ TEST_CASE(
 TEST_CASE("io runner: a waiter's deadline ends its wait while it runs the io context",
           "[io_runner]") {
   Rig rig(kForever);
-  Answer first;
-  first.post(rig, true);
-  REQUIRE(first.wait(rig));
+  let_go(rig);
   Answer never;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
   CHECK_FALSE(rig.runner.wait_running_io([&] { return never.done.load(); }, never.word,
