@@ -368,14 +368,14 @@ std::size_t Link::send_held(const std::vector<HeldEvent>& events) {
 }
 
 void Link::close(std::string reason) {
-  asio::post(socket_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
+  post_io([self = shared_from_this(), reason = std::move(reason)] {
     self->close_now(reason);
   });
 }
 
 void Link::leave(std::string reason, std::string close_reason, std::chrono::milliseconds linger,
                  bool permanent, std::string you) {
-  asio::post(socket_.get_executor(), [self = shared_from_this(), reason = std::move(reason),
+  post_io([self = shared_from_this(), reason = std::move(reason),
                                       close_reason = std::move(close_reason), linger, permanent,
                                       you = std::move(you)] {
     self->leave_here(reason, close_reason, linger, permanent, you);

@@ -20,12 +20,14 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "../remote_event.hpp"
 #include "frame.hpp"
 #include "handshake.hpp"
 #include "hello.hpp"
+#include "io_runner.hpp"
 #include "link_limits.hpp"
 #include "../transport/channel.hpp"
 #include "../transport/inline_write.hpp"
@@ -157,8 +159,20 @@ class Link final : public Receipt, public Channel, public HeldWrite, public std:
   void stop_hello_timer();
   /// Names the peer in later log lines. Thread: io.
   void set_peer_name(std::string name);
+  /// Who runs the io_context: told of every post from another thread (IoRunner::posted), so
+  /// that a let-go io_context is taken back to run it. Before start().
+  void set_io_runner(IoRunner* runner) noexcept { runner_ = runner; }
 
  private:
+  // Posts `fn` to the io_context, and tells the runner (if any).
+  template <typename Fn>
+  void post_io(Fn&& fn) {
+    boost::asio::post(socket_.get_executor(), std::forward<Fn>(fn));
+    if (runner_ != nullptr) {
+      runner_->posted();
+    }
+  }
+
   // One queued frame (header + shared body), or a run of small event frames copied whole
   // into `frames` (then `header` and `body` are unused).
   struct Out {
@@ -213,6 +227,7 @@ class Link final : public Receipt, public Channel, public HeldWrite, public std:
   Socket socket_;
   const int fd_;  // socket_'s descriptor, for inline writes; closed only after they ended
   Owner& owner_;
+  IoRunner* runner_ = nullptr;  // fixed before start()
   boost::asio::steady_timer hello_timer_;
   boost::asio::steady_timer linger_timer_;
   boost::asio::steady_timer ack_timer_;

@@ -42,7 +42,7 @@ void Link::delivered_run(std::uint64_t first, std::uint64_t last, std::size_t by
                        watermark >= ack_sent_seen_.load(std::memory_order_relaxed) + kAckEvery;
   if (resume || (ack_now && !ack_scheduled_.exchange(true))) {
     try {
-      asio::post(socket_.get_executor(), [self = shared_from_this(), resume] {
+      post_io([self = shared_from_this(), resume] {
         self->send_ack();
         if (resume && self->read_paused_.exchange(false)) {
           self->read_more();

@@ -25,7 +25,7 @@ void Link::schedule_write_locked(std::unique_lock<std::mutex>& lock) {
   }
   write_active_ = true;
   lock.unlock();
-  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->write_batch(); });
+  post_io([self = shared_from_this()] { self->write_batch(); });
 }
 
 bool Link::take_batch_locked() {
@@ -162,26 +162,26 @@ void Link::write_inline(std::unique_lock<std::mutex>& lock) {
   }
   auto self = shared_from_this();
   if (closed_meanwhile) {  // close_now left the descriptor to us
-    asio::post(socket_.get_executor(), [self] {
+    post_io([self] {
       boost::system::error_code ignored;
       self->socket_.close(ignored);
     });
     return;
   }
   if (error != 0) {
-    asio::post(socket_.get_executor(), [self, error] {
+    post_io([self, error] {
       self->on_written(boost::system::error_code(error, boost::system::system_category()));
     });
     return;
   }
   if (first < buffers_.size()) {
-    asio::post(socket_.get_executor(), [self, written] { self->write_rest(written); });
+    post_io([self, written] { self->write_rest(written); });
     return;
   }
   bool sent_bye = false;
   if (finish_batch(sent_bye) || sent_bye) {
     // More was queued meanwhile (or, never from an emit, a bye): the io thread goes on.
-    asio::post(socket_.get_executor(), [self, sent_bye] {
+    post_io([self, sent_bye] {
       if (sent_bye) {
         boost::system::error_code ignored;
         self->socket_.shutdown(Socket::shutdown_send, ignored);

@@ -9,6 +9,8 @@ namespace {
 // A waiter runs in slices: an answer completed by another thread (a timeout, a node that left,
 // a stop) is seen within one.
 constexpr std::chrono::steady_clock::duration kWaiterSlice = std::chrono::milliseconds(2);
+// The runner a waiter on this thread last ran: its posts wait for its next wait.
+thread_local const IoRunner* t_waiter_of = nullptr;
 }  // namespace
 
 bool IoRunner::run_one(std::chrono::steady_clock::duration slice) {
@@ -23,17 +25,47 @@ bool IoRunner::run_one(std::chrono::steady_clock::duration slice) {
   return !io_.stopped();
 }
 
-void IoRunner::let_go_locked() {
+bool IoRunner::let_go_locked() {
   runner_ = Runner::none;
+  let_go_.store(true, std::memory_order_seq_cst);
+  if (pending_.exchange(false, std::memory_order_seq_cst)) {
+    wanted_ = true;  // posted while this thread ran it: the io thread runs it now
+  }
   for (auto* word : sleeping_) {
     word->wake_all();  // under the lock: a waiter unregisters its word under it before it goes
   }
+  return wanted_;
+}
+
+void IoRunner::take_locked(Runner who) {
+  runner_ = who;
+  let_go_.store(false, std::memory_order_seq_cst);
+  wanted_ = false;
+}
+
+void IoRunner::posted() noexcept {
+  if (t_waiter_of == this || io_.get_executor().running_in_this_thread()) {
+    return;
+  }
+  pending_.store(true, std::memory_order_seq_cst);
+  if (!let_go_.load(std::memory_order_seq_cst)) {
+    return;  // a runner sees pending_ when it lets go (Asio's post woke it if it slept)
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (runner_ != Runner::none) {
+      return;
+    }
+    pending_.store(false, std::memory_order_relaxed);
+    wanted_ = true;
+  }
+  changed_.notify_one();
 }
 
 void IoRunner::io_thread_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    runner_ = Runner::io;
+    take_locked(Runner::io);
     offered_.store(false, std::memory_order_relaxed);
     lock.unlock();
     bool running = true;
@@ -42,15 +74,19 @@ void IoRunner::io_thread_loop() {
     }
     lock.lock();
     let_go_locked();
-    // Taken back after a whole idle period in which no waiter began or ended a run. Once stopped
-    // there is nothing left to run: the thread ends (a waiter that runs it leaves at once).
+    // Taken back when another thread posted work, or after a whole idle period in which no
+    // waiter began or ended a run. Once stopped there is nothing left to run: the thread ends (a
+    // waiter that runs it leaves at once).
     for (;;) {
       if (!running || io_.stopped()) {
         return;
       }
+      if (runner_ == Runner::none && wanted_) {
+        break;
+      }
       const std::uint64_t seen = turns_;
       changed_.wait_for(lock, idle_);
-      if (runner_ == Runner::none && turns_ == seen) {
+      if (runner_ == Runner::none && (wanted_ || turns_ == seen)) {
         break;
       }
     }
@@ -80,7 +116,7 @@ bool IoRunner::wait_running_io(const std::function<bool()>& done, WakeWord& word
     {
       std::lock_guard lock(mutex_);
       if (runner_ == Runner::none && !io_.stopped()) {
-        runner_ = Runner::waiter;
+        take_locked(Runner::waiter);
         ++turns_;
         run = true;
       } else {
@@ -89,13 +125,17 @@ bool IoRunner::wait_running_io(const std::function<bool()>& done, WakeWord& word
       }
     }
     if (run) {
+      t_waiter_of = this;
       run_until(done, deadline);
-      offered_.store(false,
-                     std::memory_order_relaxed);  // what it offered while it ran was to itself
+      offered_.store(false, std::memory_order_relaxed);  // what it offered, it offered to itself
+      bool wake_io = false;
       {
         std::lock_guard lock(mutex_);
         ++turns_;
-        let_go_locked();
+        wake_io = let_go_locked();
+      }
+      if (wake_io) {
+        changed_.notify_one();
       }
     } else {
       would_run.store(true, std::memory_order_relaxed);

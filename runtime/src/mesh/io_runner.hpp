@@ -22,9 +22,9 @@ namespace ditask::detail::mesh {
 /// (wait_running_io()). The io thread lets go only after it woke such a waiter (offer()), so a
 /// thread that calls in a loop reads its answers and writes its next calls itself, with no
 /// hand-over between threads. Whoever lets go wakes the waiters sleeping meanwhile (one of them
-/// takes over). The io thread takes the io_context back once a whole idle period passed with no
-/// waiter's run begun or ended: what arrives while the caller does other work waits at most
-/// about two periods.
+/// takes over). The io thread takes the io_context back at once when another thread posts work
+/// (posted()), and otherwise once a whole idle period passed with no waiter's run begun or ended:
+/// what arrives while the caller does other work waits at most about two periods.
 /// Thread: io_thread_loop() on the io thread; the rest from any thread.
 class IoRunner {
  public:
@@ -49,6 +49,10 @@ class IoRunner {
   void offer() noexcept { offered_.store(true, std::memory_order_relaxed); }
   /// Wakes the io thread to see that the io_context stopped. Any thread, after io_context::stop().
   void stopped();
+  /// After a post to the io_context: when no thread runs it, the io thread takes it back to run
+  /// what was posted, unless the posting thread is the waiter it was let go to (its own sends go
+  /// out at its next wait) or runs it now. Any thread.
+  void posted() noexcept;
   /// Waiters sleeping now (while another thread runs the io_context). For tests.
   std::size_t sleeping() const;
 
@@ -58,8 +62,11 @@ class IoRunner {
   bool run_one(std::chrono::steady_clock::duration slice);
   // Runs until `done()`, `deadline` or a stop. Caller took the runner's role.
   void run_until(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline);
-  // Lets the io_context go and wakes the sleeping waiters. Caller holds mutex_.
-  void let_go_locked();
+  // Lets the io_context go and wakes the sleeping waiters; true when the io thread should take it
+  // back now (work was posted meanwhile). Caller holds mutex_.
+  bool let_go_locked();
+  // `who` runs the io_context from now. Caller holds mutex_.
+  void take_locked(Runner who);
 
   boost::asio::io_context& io_;
   const std::function<void(const std::exception&)> on_error_;
@@ -69,7 +76,12 @@ class IoRunner {
   Runner runner_ = Runner::io;       // guarded by mutex_
   std::uint64_t turns_ = 0;          // guarded by mutex_: waiters' runs begun and ended
   std::vector<WakeWord*> sleeping_;  // guarded by mutex_: waiters sleeping while another runs
+  bool wanted_ = false;              // guarded by mutex_: work was posted while no one ran it
   std::atomic<bool> offered_{false};
+  // Set with runner_ (seq_cst with pending_): no thread runs the io_context.
+  std::atomic<bool> let_go_{false};
+  // Another thread posted work since the runner last looked (seq_cst with let_go_).
+  std::atomic<bool> pending_{false};
 };
 
 }  // namespace ditask::detail::mesh

@@ -70,6 +70,7 @@ void Mesh::start_link(Socket socket, std::string peer, std::string dial_address,
   auto link = std::make_shared<Link>(std::move(socket), std::move(peer), std::move(dial_address), std::move(nonce),
                                      *this, settings_.max_frame_bytes, settings_.send_queue_bytes,
                                      settings_.hello_timeout, read_buffers_);
+  link->set_io_runner(&runner_);
   {
     std::lock_guard lock(mutex_);
     if (stopping_) {

@@ -120,6 +120,19 @@ TEST_CASE("io runner: the io thread takes the io context back when no waiter run
   CHECK(ran.get_future().get() == rig.thread.get_id());
 }
 
+TEST_CASE("io runner: work another thread posts while the io context is let go wakes the io thread",
+          "[io_runner]") {
+  Rig rig(kForever);  // only the post can bring the io thread back
+  let_go(rig);
+  std::promise<std::thread::id> ran;
+  std::thread other([&] {
+    boost::asio::post(rig.io, [&ran] { ran.set_value(std::this_thread::get_id()); });
+    rig.runner.posted();
+  });
+  CHECK(ran.get_future().get() == rig.thread.get_id());
+  other.join();
+}
+
 TEST_CASE(
     "io runner: a waiter sleeping while another runs the io context takes it over when that one is "
     "done",
