@@ -107,6 +107,9 @@ class Caller {
       ++issued_;
     }
     slot.context = std::make_unique<grpc::ClientContext>();
+    // A connection attempt that fails at once (seen once on a loaded machine: "failed to connect
+    // to all addresses") is retried instead of failing the call: gRPC fails fast by default.
+    slot.context->set_wait_for_ready(true);
     slot.started = now_ns();
     stub_.async()->Call(slot.context.get(), &request_, &slot.reply,
                         [this, &slot](const grpc::Status& status) { finished(slot, status); });

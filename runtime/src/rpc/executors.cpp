@@ -134,11 +134,16 @@ void KeyedQueues::loop(Queue& queue) {
     queue.queued.store(0, std::memory_order_release);
     queue.taken_count = queue.taken.size();
     queue.next.store(0, std::memory_order_relaxed);
+    queue.answered.store(false, std::memory_order_relaxed);  // under the lock, as idle() reads
     lock.unlock();
     for (;;) {
-      const std::size_t i = queue.next.fetch_add(1, std::memory_order_acq_rel);
+      if (queue.next.load(std::memory_order_acquire) >= queue.taken_count) {
+        break;  // all run (the last one's answered stays: the key is idle), or stop() claimed them
+      }
+      queue.answered.store(false, std::memory_order_seq_cst);  // before the claim (idle())
+      const std::size_t i = queue.next.fetch_add(1, std::memory_order_seq_cst);
       if (i >= queue.taken_count) {
-        break;  // all run, or stop() claimed the rest
+        break;  // stop() claimed the rest
       }
       Job job = std::move(queue.taken[i]);
       const bool last = i + 1 == queue.taken_count && queue.queued.load(std::memory_order_acquire) == 0;
@@ -189,7 +194,21 @@ void KeyedQueues::stop() noexcept {
 bool KeyedQueues::idle(std::int64_t key) const {
   std::lock_guard lock(mutex_);
   auto it = queues_.find(key);
-  return it == queues_.end() || (it->second->jobs.empty() && it->second->waiting);
+  if (it == queues_.end()) {
+    return true;
+  }
+  const Queue& q = *it->second;
+  // The claim first: one made after the last answered() comes with answered cleared.
+  const std::size_t claimed = q.next.load(std::memory_order_seq_cst);
+  const bool answered = q.answered.load(std::memory_order_seq_cst);
+  return q.jobs.empty() && (q.waiting || (answered && claimed >= q.taken_count));
+}
+
+void KeyedQueues::answered(std::int64_t key) {
+  std::lock_guard lock(mutex_);
+  if (auto it = queues_.find(key); it != queues_.end()) {
+    it->second->answered.store(true, std::memory_order_seq_cst);
+  }
 }
 
 bool KeyedQueues::stopping() const noexcept {

@@ -71,9 +71,13 @@ class KeyedQueues {
   /// run go on: a queue's thread ends after its running job), then joins every thread.
   /// Idempotent.
   void stop() noexcept;
-  /// True when `key` has no job queued or running (its thread sleeps, or it has none): a job
-  /// run now elsewhere keeps the key's order, as long as only this caller submits for `key`.
+  /// True when `key` has no job queued or running (its thread sleeps, or it has none, or its
+  /// last job taken said it was done with answered()): a job run now elsewhere keeps the key's
+  /// order, as long as only this caller submits for `key`.
   bool idle(std::int64_t key) const;
+  /// The job `key`'s thread runs has done its part for the key's order (a served call handed its
+  /// answer over): from now the key counts as idle if no job waits behind it. Thread: that job's.
+  void answered(std::int64_t key);
   /// True once stop() began (a job can refuse to do its work).
   bool stopping() const noexcept;
 
@@ -88,6 +92,9 @@ class KeyedQueues {
     std::size_t taken_count = 0;          // taken.size(): written by its thread under the owner's mutex_
     std::atomic<std::size_t> next{0};     // the next index of taken to claim (its thread, or stop())
     bool waiting = false;                 // guarded by the owner's mutex_: its thread sleeps
+    // The job last claimed answered (set under the owner's mutex_; cleared by its thread before
+    // it claims the next, so a reader that sees a claim made after it sees it cleared).
+    std::atomic<bool> answered{false};
     WakeWord wake;                        // its thread's wake-up
     std::thread thread;
   };

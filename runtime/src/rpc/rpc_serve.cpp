@@ -28,6 +28,7 @@ struct RpcEngine::Served {
   std::int64_t caller = 0;
   // While it runs:
   bool user = false;     // the arguments converted: an exception now is the function's
+  bool queued = false;   // it runs on its caller's queue (the queue counts as idle once it answered)
   bool replied = false;
   std::chrono::steady_clock::time_point replied_at;  // when the answer was handed to the transport
 };
@@ -123,6 +124,7 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
       submit();  // one submission per run of calls from the same caller
     }
     key = call->caller;
+    call->queued = true;
     jobs.emplace_back([this, call](Turn turn) {
       if (turn == Turn::refused) {
         refuse_and_delete(call);  // the callee began to stop before this call's turn
@@ -251,6 +253,9 @@ void RpcEngine::reply(const std::vector<std::uint8_t>* wire, EventArgs* args) {
   }
   call->replied = true;
   call->replied_at = std::chrono::steady_clock::now();
+  if (call->queued) {
+    queues_.answered(call->caller);  // its caller's next call may run on arrival
+  }
   send_reply(call->caller, wire, args);
 }
 
@@ -259,6 +264,9 @@ void RpcEngine::reply_error(std::int64_t caller, std::uint64_t id, RpcError::Kin
   if (auto* call = static_cast<Served*>(t_call)) {
     call->replied = true;
     call->replied_at = std::chrono::steady_clock::now();
+    if (call->queued && call->caller == caller) {
+      queues_.answered(caller);
+    }
   }
   auto& wire = pack_buffer();
   pack_event(wire, id, rpc_wire::status_of(kind), message, hint);

@@ -159,6 +159,46 @@ TEST_CASE("rpc executors: stop() refuses at once the jobs not begun, while the r
   CHECK(seen == std::vector<std::string>{"refused 1", "refused 2", "held ran"});
 }
 
+TEST_CASE("rpc executors: a caller's queue counts as idle once its running job answered and none waits behind",
+          "[rpc][unit]") {
+  // What lets a define_inline call run on arrival right after the answer of a queued call, while
+  // the queue's thread still finishes that job.
+  ditask::detail::KeyedQueues queues;
+  std::mutex m;
+  std::condition_variable cv;
+  int step = 0;  // 1: running, not answered; 2: answered; 3: may end
+  auto wait_step = [&](int at_least) {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return step >= at_least; });
+  };
+  auto set_step = [&](int to) {
+    {
+      std::lock_guard lock(m);
+      step = to;
+    }
+    cv.notify_all();
+  };
+  CHECK(queues.idle(3));  // no queue yet
+  REQUIRE(queues.submit(3, [&](Turn) {
+    set_step(1);
+    wait_step(2);  // the test looks while it runs, not answered
+    queues.answered(3);
+    set_step(3);
+    wait_step(4);  // the test looks while it runs, answered
+  }));
+  wait_step(1);
+  CHECK_FALSE(queues.idle(3));
+  set_step(2);
+  wait_step(3);
+  CHECK(queues.idle(3));
+  std::atomic<bool> second_ran{false};
+  REQUIRE(queues.submit(3, [&](Turn) { second_ran = true; }));
+  CHECK_FALSE(queues.idle(3));  // a job waits behind the answered one
+  set_step(4);
+  queues.stop();
+  CHECK(second_ran.load());
+}
+
 TEST_CASE("rpc executors: a batch of one caller's jobs is queued at once, in order, behind what runs",
           "[rpc][unit]") {
   ditask::detail::KeyedQueues queues;
