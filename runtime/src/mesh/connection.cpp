@@ -376,8 +376,7 @@ void Link::close(std::string reason) {
 void Link::leave(std::string reason, std::string close_reason, std::chrono::milliseconds linger,
                  bool permanent, std::string you) {
   post_io([self = shared_from_this(), reason = std::move(reason),
-                                      close_reason = std::move(close_reason), linger, permanent,
-                                      you = std::move(you)] {
+           close_reason = std::move(close_reason), linger, permanent, you = std::move(you)] {
     self->leave_here(reason, close_reason, linger, permanent, you);
     self->read_more();  // a paused reader must still see the peer's end of stream
   });

@@ -86,8 +86,8 @@ void IoRunner::io_thread_loop() {
       }
       const std::uint64_t seen = turns_;
       changed_.wait_for(lock, idle_);
-      if (runner_ == Runner::none && (wanted_ || turns_ == seen)) {
-        break;
+      if (runner_ == Runner::none && turns_ == seen) {
+        break;  // (wanted_ and a stop are seen at the top)
       }
     }
   }

@@ -11,6 +11,8 @@
 namespace ditask::detail {
 
 namespace {
+// The answered flag of the queue whose jobs this thread runs (KeyedQueues::answered()), or null.
+thread_local std::atomic<bool>* t_answered = nullptr;
 // What stop() leaves in a queue's `next`: far past any batch, and still so after the claims
 // its thread may make before it sees the stop.
 constexpr std::size_t kClaimedByStop = std::numeric_limits<std::size_t>::max() / 2;
@@ -116,6 +118,7 @@ KeyedQueues::Queue* KeyedQueues::append_locked(std::int64_t key, std::vector<Job
 }
 
 void KeyedQueues::loop(Queue& queue) {
+  t_answered = &queue.answered;
   std::unique_lock lock(mutex_);
   for (;;) {
     while (!stopping_ && queue.jobs.empty()) {
@@ -204,10 +207,9 @@ bool KeyedQueues::idle(std::int64_t key) const {
   return q.jobs.empty() && (q.waiting || (answered && claimed >= q.taken_count));
 }
 
-void KeyedQueues::answered(std::int64_t key) {
-  std::lock_guard lock(mutex_);
-  if (auto it = queues_.find(key); it != queues_.end()) {
-    it->second->answered.store(true, std::memory_order_seq_cst);
+void KeyedQueues::answered() noexcept {
+  if (t_answered != nullptr) {
+    t_answered->store(true, std::memory_order_seq_cst);
   }
 }
 

@@ -75,9 +75,10 @@ class KeyedQueues {
   /// last job taken said it was done with answered()): a job run now elsewhere keeps the key's
   /// order, as long as only this caller submits for `key`.
   bool idle(std::int64_t key) const;
-  /// The job `key`'s thread runs has done its part for the key's order (a served call handed its
-  /// answer over): from now the key counts as idle if no job waits behind it. Thread: that job's.
-  void answered(std::int64_t key);
+  /// The job this thread runs for its key has done its part for the key's order (a served call
+  /// handed its answer over): from now the key counts as idle if no job waits behind it. A
+  /// thread that runs no key's jobs: nothing. No lock (it is on every queued call's answer).
+  static void answered() noexcept;
   /// True once stop() began (a job can refuse to do its work).
   bool stopping() const noexcept;
 
@@ -92,8 +93,8 @@ class KeyedQueues {
     std::size_t taken_count = 0;          // taken.size(): written by its thread under the owner's mutex_
     std::atomic<std::size_t> next{0};     // the next index of taken to claim (its thread, or stop())
     bool waiting = false;                 // guarded by the owner's mutex_: its thread sleeps
-    // The job last claimed answered (set under the owner's mutex_; cleared by its thread before
-    // it claims the next, so a reader that sees a claim made after it sees it cleared).
+    // The job last claimed answered (set by that job; cleared by its thread before it claims the
+    // next, so a reader that sees a claim made after it sees it cleared).
     std::atomic<bool> answered{false};
     WakeWord wake;                        // its thread's wake-up
     std::thread thread;

@@ -254,7 +254,7 @@ void RpcEngine::reply(const std::vector<std::uint8_t>* wire, EventArgs* args) {
   call->replied = true;
   call->replied_at = std::chrono::steady_clock::now();
   if (call->queued) {
-    queues_.answered(call->caller);  // its caller's next call may run on arrival
+    KeyedQueues::answered();  // its caller's next call may run on arrival
   }
   send_reply(call->caller, wire, args);
 }
@@ -265,7 +265,7 @@ void RpcEngine::reply_error(std::int64_t caller, std::uint64_t id, RpcError::Kin
     call->replied = true;
     call->replied_at = std::chrono::steady_clock::now();
     if (call->queued && call->caller == caller) {
-      queues_.answered(caller);
+      KeyedQueues::answered();
     }
   }
   auto& wire = pack_buffer();
