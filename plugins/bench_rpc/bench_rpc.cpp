@@ -57,13 +57,14 @@ DITASK_MAIN(calls) {
   for (std::int64_t i = 0; i < p["warmup"]; ++i) {
     rpc.call<std::vector<std::uint8_t>>(1, "echo", blob);
   }
+  const std::int64_t rounds = p["rounds"];  // read once: the loop costs what the calls cost
   std::vector<std::int64_t> latencies;
-  latencies.reserve(static_cast<std::size_t>(p["rounds"]));
+  latencies.reserve(static_cast<std::size_t>(rounds));
   std::deque<std::pair<ditask::Future<std::vector<std::uint8_t>>, std::int64_t>> window;
   const auto started = now_ns();
   std::int64_t issued = 0;
-  while (issued < p["rounds"] || !window.empty()) {
-    if (issued < p["rounds"] && window.size() < inflight) {
+  while (issued < rounds || !window.empty()) {
+    if (issued < rounds && window.size() < inflight) {
       window.emplace_back(rpc.call_async<std::vector<std::uint8_t>>(1, "echo", blob), now_ns());
       ++issued;
       continue;
