@@ -84,6 +84,9 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
   std::vector<Served*> batch;
   std::int64_t key = 0;
   bool served_here = false;
+  // The caller whose queue was last seen idle: it stays idle while this batch queues nothing of its
+  // own (only the thread reading its link queues its calls), so a run of its calls asks once.
+  std::int64_t seen_idle = kNoDestination;
   auto submit = [&] {
     if (!jobs.empty() && !queues_.submit(key, jobs)) {
       for (Served* call : batch) {
@@ -109,7 +112,8 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
     // define_inline: here and now, unless this caller's earlier calls are still to run. Not a
     // call to this node itself: it is read on the calling thread, which may be serving a call.
     if (call->entry && call->entry->on_arrival && call->caller != self_.node &&
-        (jobs.empty() || key != call->caller) && queues_.idle(call->caller)) {
+        (jobs.empty() || key != call->caller) && (seen_idle == call->caller || queues_.idle(call->caller))) {
+      seen_idle = call->caller;
       serve_on_arrival(call);
       served_here = true;
       continue;
@@ -124,6 +128,9 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
       submit();  // one submission per run of calls from the same caller
     }
     key = call->caller;
+    if (seen_idle == key) {
+      seen_idle = kNoDestination;
+    }
     call->queued = true;
     jobs.emplace_back([this, call](Turn turn) {
       if (turn == Turn::refused) {
@@ -184,13 +191,14 @@ void RpcEngine::serve(Served& call, bool last) {
   const auto& h = call.header;
   // --trace: its run here, where the arrow from its caller ends.
   const trace::Span span(trace::Category::rpc, h.function, call.caller, trace::call_id(call.caller, h.id));
-  const std::string where = "node " + std::to_string(self_.node);
+  // Named in an error's text only (a served call builds no string of its own).
+  const auto where = [this] { return "node " + std::to_string(self_.node); };
   try {
     if (queues_.stopping()) {
-      reply_error(call.caller, h.id, RpcError::Kind::stopped, where + " is stopping", "");
+      reply_error(call.caller, h.id, RpcError::Kind::stopped, where() + " is stopping", "");
     } else if (call.object_missing) {
       reply_error(call.caller, h.id, RpcError::Kind::unknown_object,
-                  "no object #" + std::to_string(h.object) + " on " + where +
+                  "no object #" + std::to_string(h.object) + " on " + where() +
                       " (every handle to it was released, or its owner restarted)",
                   "");
     } else if (!call.entry) {
@@ -204,7 +212,7 @@ void RpcEngine::serve(Served& call, bool last) {
         hint = method ? "add it with define_class(...).method(\"" + h.function + "\", ...)"
                       : "define it on the callee with rpc().define(\"" + h.function + "\", ...) before task().start()";
       }
-      reply_error(call.caller, h.id, RpcError::Kind::unknown_function, "no " + what + " on " + where, hint);
+      reply_error(call.caller, h.id, RpcError::Kind::unknown_function, "no " + what + " on " + where(), hint);
     } else {
       const EventMeta& meta = *call.event.meta;
       restore_call_context(h.context, call.caller);  // current while the arguments convert and it runs
@@ -229,11 +237,11 @@ void RpcEngine::serve(Served& call, bool last) {
     }
   }
   ++served_;
-  const auto ended = std::chrono::steady_clock::now();
+  // Its run up to its answer: the answer's own write (inline, for the last of a batch) is not the
+  // function's. An answered call reads no clock again.
+  const auto ended = call.replied ? call.replied_at : std::chrono::steady_clock::now();
   if (call.entry) {
-    // Its run up to its answer: the answer's own write (inline, for the last of a batch) is not the function's.
-    const auto until = call.replied ? call.replied_at : ended;
-    const auto ran = std::chrono::duration_cast<std::chrono::nanoseconds>(until - began).count();
+    const auto ran = std::chrono::duration_cast<std::chrono::nanoseconds>(ended - began).count();
     call.entry->last_run_ns.store(static_cast<std::uint32_t>(std::min<std::int64_t>(ran, RpcEntry::kNeverRan - 1)),
                                   std::memory_order_relaxed);
   }
