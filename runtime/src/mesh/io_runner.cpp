@@ -43,6 +43,17 @@ void IoRunner::take_locked(Runner who) {
   wanted_ = false;
 }
 
+void IoRunner::want() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (runner_ != Runner::none || wanted_) {
+      return;  // run by a thread now (or the io thread is on its way)
+    }
+    wanted_ = true;
+  }
+  changed_.notify_one();
+}
+
 void IoRunner::posted() noexcept {
   if (t_waiter_of == this || io_.get_executor().running_in_this_thread()) {
     return;
@@ -106,7 +117,7 @@ void IoRunner::run_until(const std::function<bool()>& done,
 
 bool IoRunner::wait_running_io(const std::function<bool()>& done, WakeWord& word,
                                std::atomic<bool>& would_run,
-                               std::chrono::steady_clock::time_point deadline) {
+                               std::chrono::steady_clock::time_point deadline, Then then) {
   for (;;) {
     if (done()) {
       return true;
@@ -127,6 +138,9 @@ bool IoRunner::wait_running_io(const std::function<bool()>& done, WakeWord& word
     if (run) {
       t_waiter_of = this;
       run_until(done, deadline);
+      if (then == Then::runs_jobs) {
+        t_waiter_of = nullptr;  // its posts from its jobs bring the io thread back
+      }
       offered_.store(false, std::memory_order_relaxed);  // what it offered, it offered to itself
       bool wake_io = false;
       {

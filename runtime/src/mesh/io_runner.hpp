@@ -40,10 +40,13 @@ class IoRunner {
   void io_thread_loop();
   /// Waits until `done()` (true) or `deadline` (false): runs the io_context on this thread
   /// whenever no other thread does, else sleeps on `word` (the waker moves it after `done()`
-  /// turned true) with `would_run` set, so that its waker lets the io_context go.
+  /// turned true) with `would_run` set, so that its waker lets the io_context go. `then`: whether
+  /// this thread's later posts wait for its next wait (a caller that calls again) or bring the io
+  /// thread back when no one runs the io_context (a thread that runs jobs next).
+  enum class Then : std::uint8_t { waits_again, runs_jobs };
   bool wait_running_io(const std::function<bool()>& done, WakeWord& word,
                        std::atomic<bool>& would_run,
-                       std::chrono::steady_clock::time_point deadline);
+                       std::chrono::steady_clock::time_point deadline, Then then);
   /// Lets the io_context go after the current handler: it woke a waiter that would run it.
   /// Thread: the one running the io_context.
   void offer() noexcept { offered_.store(true, std::memory_order_relaxed); }
@@ -53,6 +56,10 @@ class IoRunner {
   /// what was posted, unless the posting thread is the waiter it was let go to (its own sends go
   /// out at its next wait) or runs it now. Any thread.
   void posted() noexcept;
+  /// When no thread runs the io_context now, the io thread takes it back at once: the caller,
+  /// which may have run it last, is about to run something long (a served call that is not
+  /// quick), and what arrives meanwhile must not wait for its next wait. Any thread.
+  void want() noexcept;
   /// Waiters sleeping now (while another thread runs the io_context). For tests.
   std::size_t sleeping() const;
 

@@ -78,11 +78,14 @@ class Mesh final : public Transport, public Link::Owner {
   /// A thread waiting for a call's answer runs io_ itself when no other thread does (IoRunner).
   std::optional<bool> wait_running_io(const std::function<bool()>& done, WakeWord& word,
                                       std::atomic<bool>& would_run,
-                                      std::chrono::steady_clock::time_point deadline) override {
-    return runner_.wait_running_io(done, word, would_run, deadline);
+                                      std::chrono::steady_clock::time_point deadline, bool runs_jobs) override {
+    return runner_.wait_running_io(done, word, would_run, deadline,
+                                   runs_jobs ? IoRunner::Then::runs_jobs : IoRunner::Then::waits_again);
   }
   /// The io thread lets io_ go after the current handler (it woke such a waiter).
   void offer_io() noexcept override { runner_.offer(); }
+  /// The io thread takes io_ back now if no thread runs it.
+  void want_io() noexcept override { runner_.want(); }
   /// "mesh".
   std::string_view name() const noexcept override { return "mesh"; }
   /// Waits (bounded) for what was sent to be acknowledged, says bye, closes every link and

@@ -54,7 +54,7 @@ bool CallState::wait(std::chrono::milliseconds timeout) const {
   if (transport) {
     auto done = [this] { return impl_->done.load(std::memory_order_acquire); };
     const auto in_time =
-        transport->wait_running_io(done, impl_->completed, impl_->would_run, deadline);
+        transport->wait_running_io(done, impl_->completed, impl_->would_run, deadline, false);
     if (in_time) {
       if (!*in_time) {
         return false;

@@ -82,6 +82,9 @@ bool KeyedQueues::submit(std::int64_t key, std::vector<Job>& jobs) {
   lock.unlock();
   if (wake != nullptr) {
     wake->wake.wake_all();  // only a sleeping thread is woken: a busy one finds the jobs itself
+    if (wake->would_run.exchange(false, std::memory_order_relaxed) && io_turn_.offer) {
+      io_turn_.offer();  // it reads the next calls itself once these ran
+    }
   }
   return true;
 }
@@ -125,7 +128,9 @@ void KeyedQueues::loop(Queue& queue) {
       queue.waiting = true;
       const std::uint32_t seen = queue.wake.value();
       lock.unlock();
-      queue.wake.wait(seen, std::chrono::steady_clock::time_point::max());
+      if (!wait_running_io(queue, seen)) {
+        queue.wake.wait(seen, std::chrono::steady_clock::time_point::max());
+      }
       lock.lock();
     }
     queue.waiting = false;
@@ -156,6 +161,17 @@ void KeyedQueues::loop(Queue& queue) {
     release_held_writes();  // a batch that stop() cut short ended on a job with more behind it
     lock.lock();
   }
+}
+
+bool KeyedQueues::wait_running_io(Queue& queue, std::uint32_t seen) {
+  if (!io_turn_.wait || io_candidate_.exchange(true, std::memory_order_acq_rel)) {
+    return false;
+  }
+  queue.would_run.store(false, std::memory_order_relaxed);
+  const bool ran = io_turn_.wait([&] { return queue.wake.value() != seen; }, queue.wake, queue.would_run);
+  queue.would_run.store(false, std::memory_order_relaxed);
+  io_candidate_.store(false, std::memory_order_release);
+  return ran;
 }
 
 void KeyedQueues::stop() noexcept {

@@ -82,6 +82,20 @@ class KeyedQueues {
   /// True once stop() began (a job can refuse to do its work).
   bool stopping() const noexcept;
 
+  /// How an idle key's thread may run the transport's io work while it waits for jobs, so that
+  /// the calls it reads itself run on it with no hand-over. `wait(done, word, would_run)` waits
+  /// until done() (jobs came, or a stop: `word` moved) and returns false when it cannot run the
+  /// io work (then the thread sleeps as before); `offer()` asks the thread now running the io
+  /// work to let it go (a woken key's thread would run it next).
+  struct IoTurn {
+    std::function<bool(const std::function<bool()>& done, WakeWord& word,
+                       std::atomic<bool>& would_run)>
+        wait;
+    std::function<void()> offer;
+  };
+  /// Set before the first submit(). At most one key's thread runs the io work at a time.
+  void set_io_turn(IoTurn turn) { io_turn_ = std::move(turn); }
+
  private:
   // A key's thread takes all queued jobs in one swap (one lock for a batch, not one per job) and
   // claims them one at a time through `next`, which stop() claims too: a job taken but not
@@ -97,9 +111,13 @@ class KeyedQueues {
     // next, so a reader that sees a claim made after it sees it cleared).
     std::atomic<bool> answered{false};
     WakeWord wake;                        // its thread's wake-up
+    std::atomic<bool> would_run{false};   // its thread sleeps in IoTurn::wait, which would run the io work
     std::thread thread;
   };
   void loop(Queue& queue);
+  // Waits for `queue`'s next jobs running the io work (IoTurn); false when it did not (another
+  // key's thread is the one that may, or the transport cannot).
+  bool wait_running_io(Queue& queue, std::uint32_t seen);
   // Appends `jobs` to `key`'s queue; returns the queue whose sleeping thread the caller must wake
   // after unlocking, or null. Caller holds mutex_.
   Queue* append_locked(std::int64_t key, std::vector<Job>& jobs);
@@ -107,6 +125,8 @@ class KeyedQueues {
   mutable std::mutex mutex_;
   std::map<std::int64_t, std::unique_ptr<Queue>> queues_;  // guarded by mutex_
   bool stopping_ = false;                                  // guarded by mutex_
+  IoTurn io_turn_;                                         // fixed before the first submit
+  std::atomic<bool> io_candidate_{false};                  // a key's thread is in io_turn_.wait
 };
 
 }  // namespace ditask::detail

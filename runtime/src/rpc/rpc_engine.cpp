@@ -66,6 +66,17 @@ void RpcEngine::start() {
   objects_.set_self(std::shared_ptr<ObjectTable>(shared_from_this(), &objects_));  // shares the engine's life
   groups_.set_attempt(self_.meta ? self_.meta->attempt : 0);
   define_group_function();
+  // An idle queue thread reads the calls of its caller itself (a running queue thread is joined
+  // before the transport goes: stop()).
+  queues_.set_io_turn(KeyedQueues::IoTurn{
+      [this](const std::function<bool()>& done, WakeWord& word, std::atomic<bool>& would_run) {
+        if (call_context_hooks()) {
+          return false;
+        }
+        return transport_->wait_running_io(done, word, would_run, std::chrono::steady_clock::time_point::max(), true)
+            .has_value();
+      },
+      [this] { transport_->offer_io(); }});
 }
 
 void RpcEngine::start_service_locked() {

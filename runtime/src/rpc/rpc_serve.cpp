@@ -183,6 +183,9 @@ void RpcEngine::serve(Served& call, bool last) {
   }
   if (!quick(call.entry.get())) {
     release_held_writes();  // it may run long: the answers held go first
+    // ... and what arrives meanwhile is read by the io thread, not left for this thread's next
+    // turn (a queue thread that read this call itself let the io work go).
+    transport_->want_io();
   } else if (!last && !holding_writes()) {
     hold_writes();
     t_held_since = std::chrono::steady_clock::now();

@@ -73,20 +73,25 @@ class Transport {
   /// before it dies: from now on a peer that leaves is neither counted lost nor reported lost in
   /// the log, so the log and --summary-json agree. Default: stats().
   virtual TransportStats final_stats() { return stats(); }
-  /// Waits for a remote call's answer until `done()` (true) or `deadline` (false), running the
-  /// transport's io work on the calling thread whenever no other thread runs it (it reads its
-  /// answer and writes its next calls itself), else sleeping on `word` (moved after `done()`
-  /// turned true) with `would_run` set. nullopt when this transport has no such wait: the caller
-  /// waits as usual. Default: nullopt.
+  /// Waits for a remote call's answer (or an idle queue thread for its next calls) until
+  /// `done()` (true) or `deadline` (false), running the transport's io work on the calling thread
+  /// whenever no other thread runs it (it reads its answer and writes its next calls itself),
+  /// else sleeping on `word` (moved after `done()` turned true) with `would_run` set.
+  /// `runs_jobs`: the thread runs served calls next, so its later posts bring the transport's
+  /// own thread back instead of waiting for its next wait. nullopt when this transport has no
+  /// such wait: the caller waits as usual. Default: nullopt.
   virtual std::optional<bool> wait_running_io(const std::function<bool()>& done, WakeWord& word,
                                               std::atomic<bool>& would_run,
-                                              std::chrono::steady_clock::time_point deadline) {
-    (void)done, (void)word, (void)would_run, (void)deadline;
+                                              std::chrono::steady_clock::time_point deadline, bool runs_jobs) {
+    (void)done, (void)word, (void)would_run, (void)deadline, (void)runs_jobs;
     return std::nullopt;
   }
   /// Called by the thread running the io work after it woke a waiter whose `would_run` was set:
   /// the io thread lets the io work go to it. Default: nothing.
   virtual void offer_io() noexcept {}
+  /// The calling thread is about to run something long: when no thread runs the io work now (a
+  /// waiter let it go), the transport's own thread takes it back at once. Default: nothing.
+  virtual void want_io() noexcept {}
   /// Says goodbye to the peers and closes. `failed`: peers should expect a restart. Idempotent.
   virtual void shutdown(bool failed = false) noexcept = 0;
 };

@@ -66,7 +66,8 @@ struct Answer {
   }
   bool wait(Rig& rig) {
     return rig.runner.wait_running_io([this] { return done.load(std::memory_order_acquire); }, word,
-                                      would_run, std::chrono::steady_clock::time_point::max());
+                                      would_run, std::chrono::steady_clock::time_point::max(),
+                                      IoRunner::Then::waits_again);
   }
 };
 
@@ -197,6 +198,39 @@ TEST_CASE("io runner: a waiter's deadline ends its wait while it runs the io con
   Answer never;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
   CHECK_FALSE(rig.runner.wait_running_io([&] { return never.done.load(); }, never.word,
-                                         never.would_run, deadline));
+                                         never.would_run, deadline, IoRunner::Then::waits_again));
   CHECK(std::chrono::steady_clock::now() >= deadline);
+}
+
+TEST_CASE(
+    "io runner: after a run for a thread that runs jobs next, that thread's posts bring the io "
+    "thread back",
+    "[io_runner]") {
+  Rig rig(kForever);
+  let_go(rig);
+  Answer mine;  // run by this thread, which lets the io context go when it has its answer
+  mine.post(rig, false);
+  REQUIRE(rig.runner.wait_running_io([&] { return mine.done.load(std::memory_order_acquire); }, mine.word,
+                                     mine.would_run, std::chrono::steady_clock::time_point::max(),
+                                     IoRunner::Then::runs_jobs));
+  CHECK(mine.ran_on == std::this_thread::get_id());
+  std::promise<std::thread::id> ran;
+  boost::asio::post(rig.io, [&ran] { ran.set_value(std::this_thread::get_id()); });
+  rig.runner.posted();
+  CHECK(ran.get_future().get() == rig.thread.get_id());
+}
+
+TEST_CASE("io runner: want() brings the io thread back at once when no thread runs the io context",
+          "[io_runner]") {
+  Rig rig(kForever);  // only want() can bring the io thread back
+  let_go(rig);
+  Answer mine;  // run by this thread: once it has its answer, no thread runs the io context
+  mine.post(rig, false);
+  REQUIRE(mine.wait(rig));
+  CHECK(mine.ran_on == std::this_thread::get_id());
+  rig.runner.want();
+  // Posted without posted(): only the io thread, back at its run, can run it.
+  std::promise<std::thread::id> ran;
+  boost::asio::post(rig.io, [&ran] { ran.set_value(std::this_thread::get_id()); });
+  CHECK(ran.get_future().get() == rig.thread.get_id());
 }
