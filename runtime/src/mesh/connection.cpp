@@ -323,6 +323,7 @@ SendResult Link::send_event(OutgoingEvent& event, std::uint64_t sender, std::uin
 
 void Link::write_held() noexcept {
   std::unique_lock lock(mutex_);
+  deferred_ = false;
   if (write_active_ || closed_ || queue_.empty()) {
     return;  // a write under way takes the queue along, or nothing is left
   }

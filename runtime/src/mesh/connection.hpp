@@ -253,6 +253,7 @@ class Link final : public Receipt, public Channel, public HeldWrite, public std:
   bool streamed_ = false;  // guarded by mutex_: a run of frames filled up once (the link carries a stream)
   std::size_t queued_bytes_ = 0;        // queue_ + writing_ event bytes
   bool write_active_ = false;           // the write token: a write is posted or in progress
+  bool deferred_ = false;               // its write waits for the next runner (IoRunner::defer_write)
   bool inline_writing_ = false;         // an emitting thread is writing (the socket stays open)
   bool close_pending_ = false;          // closed during an inline write: its writer closes the socket
   bool ack_wanted_ = false;             // an ack-only write was asked for while the token was taken

@@ -23,6 +23,23 @@ void Link::schedule_write_locked(std::unique_lock<std::mutex>& lock) {
   if (write_active_ || closed_) {
     return;
   }
+  // A caller between two of its waits: its sends go out in one inline write when a thread next
+  // takes the io context (its own next wait, or the io thread's), not through a posted handler.
+  if (runner_ != nullptr && runner_->defers_here()) {
+    if (deferred_) {
+      return;  // already waiting for that write
+    }
+    deferred_ = true;
+    lock.unlock();
+    if (runner_->defer_write(shared_from_this())) {
+      return;
+    }
+    lock.lock();  // a thread runs the io context now: posted as usual
+    deferred_ = false;
+    if (write_active_ || closed_) {
+      return;
+    }
+  }
   write_active_ = true;
   lock.unlock();
   post_io([self = shared_from_this()] { self->write_batch(); });

@@ -2,6 +2,7 @@
 #include "io_runner.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace ditask::detail::mesh {
 
@@ -37,10 +38,29 @@ bool IoRunner::let_go_locked() {
   return wanted_;
 }
 
-void IoRunner::take_locked(Runner who) {
+std::vector<std::shared_ptr<HeldWrite>> IoRunner::take_locked(Runner who) {
   runner_ = who;
   let_go_.store(false, std::memory_order_seq_cst);
   wanted_ = false;
+  return std::exchange(deferred_, {});
+}
+
+void IoRunner::write_deferred(std::vector<std::shared_ptr<HeldWrite>>& writes) noexcept {
+  for (auto& link : writes) {
+    link->write_held();
+  }
+  writes.clear();
+}
+
+bool IoRunner::defers_here() const noexcept { return t_waiter_of == this; }
+
+bool IoRunner::defer_write(std::shared_ptr<HeldWrite> link) {
+  std::lock_guard lock(mutex_);
+  if (runner_ != Runner::none) {
+    return false;
+  }
+  deferred_.push_back(std::move(link));
+  return true;
 }
 
 void IoRunner::want() noexcept {
@@ -76,9 +96,10 @@ void IoRunner::posted() noexcept {
 void IoRunner::io_thread_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    take_locked(Runner::io);
+    auto deferred = take_locked(Runner::io);
     offered_.store(false, std::memory_order_relaxed);
     lock.unlock();
+    write_deferred(deferred);
     bool running = true;
     while (running && !offered_.exchange(false, std::memory_order_relaxed)) {
       running = run_one(std::chrono::steady_clock::duration::zero());
@@ -124,10 +145,11 @@ bool IoRunner::wait_running_io(const std::function<bool()>& done, WakeWord& word
     }
     bool run = false;
     std::uint32_t seen = 0;
+    std::vector<std::shared_ptr<HeldWrite>> deferred;
     {
       std::lock_guard lock(mutex_);
       if (runner_ == Runner::none && !io_.stopped()) {
-        take_locked(Runner::waiter);
+        deferred = take_locked(Runner::waiter);
         ++turns_;
         run = true;
       } else {
@@ -136,6 +158,7 @@ bool IoRunner::wait_running_io(const std::function<bool()>& done, WakeWord& word
       }
     }
     if (run) {
+      write_deferred(deferred);  // this thread's own calls made since its last wait, in one write
       t_waiter_of = this;
       run_until(done, deadline);
       if (then == Then::runs_jobs) {
@@ -173,7 +196,11 @@ bool IoRunner::wait_running_io(const std::function<bool()>& done, WakeWord& word
 }
 
 void IoRunner::stopped() {
-  { std::lock_guard lock(mutex_); }  // the io thread is in its wait or sees the stop before it
+  std::vector<std::shared_ptr<HeldWrite>> dropped;  // nothing runs them now: let their links go
+  {
+    std::lock_guard lock(mutex_);  // the io thread is in its wait or sees the stop before it
+    dropped.swap(deferred_);
+  }
   changed_.notify_one();
 }
 

@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 
+#include "../transport/inline_write.hpp"
 #include "../wake_word.hpp"
 
 namespace ditask::detail::mesh {
@@ -60,6 +62,15 @@ class IoRunner {
   /// which may have run it last, is about to run something long (a served call that is not
   /// quick), and what arrives meanwhile must not wait for its next wait. Any thread.
   void want() noexcept;
+  /// Whether a write asked for on this thread may wait for the thread that next runs the
+  /// io_context instead of being posted to it (defer_write()): this thread is the waiter it was
+  /// let go to, and will wait again. No lock. Any thread.
+  bool defers_here() const noexcept;
+  /// Puts off `link`'s write until a thread takes the io_context (the waiter's next wait, or the
+  /// io thread taking it back), which writes it inline first: no posted handler, so its run does
+  /// not poll the reactor before the write. False when a thread runs the io_context now (post
+  /// the write instead). Any thread (one that defers_here()).
+  bool defer_write(std::shared_ptr<HeldWrite> link);
   /// Waiters sleeping now (while another thread runs the io_context). For tests.
   std::size_t sleeping() const;
 
@@ -72,8 +83,11 @@ class IoRunner {
   // Lets the io_context go and wakes the sleeping waiters; true when the io thread should take it
   // back now (work was posted meanwhile). Caller holds mutex_.
   bool let_go_locked();
-  // `who` runs the io_context from now. Caller holds mutex_.
-  void take_locked(Runner who);
+  // `who` runs the io_context from now; returns the writes deferred until then (the caller
+  // writes them, unlocked, before it runs anything). Caller holds mutex_.
+  std::vector<std::shared_ptr<HeldWrite>> take_locked(Runner who);
+  // Writes what take_locked() returned.
+  static void write_deferred(std::vector<std::shared_ptr<HeldWrite>>& writes) noexcept;
 
   boost::asio::io_context& io_;
   const std::function<void(const std::exception&)> on_error_;
@@ -84,6 +98,7 @@ class IoRunner {
   std::uint64_t turns_ = 0;          // guarded by mutex_: waiters' runs begun and ended
   std::vector<WakeWord*> sleeping_;  // guarded by mutex_: waiters sleeping while another runs
   bool wanted_ = false;              // guarded by mutex_: work was posted while no one ran it
+  std::vector<std::shared_ptr<HeldWrite>> deferred_;  // guarded by mutex_: defer_write()
   std::atomic<bool> offered_{false};
   // Set with runner_ (seq_cst with pending_): no thread runs the io_context.
   std::atomic<bool> let_go_{false};

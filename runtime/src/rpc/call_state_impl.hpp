@@ -18,6 +18,9 @@
 namespace ditask::detail {
 
 class RpcEngine;
+/// How many remote replies this thread has settled (RpcEngine::finish_replies on it): a waiter
+/// whose own run read more answers than its own holds no inline-write grant (CallState::wait).
+std::uint64_t& replies_settled_here() noexcept;
 /// Runs `fn` on `engine`'s pool (on this thread when the engine is gone or stopping).
 void post_callback(const std::weak_ptr<RpcEngine>& engine, std::function<void()> fn);
 

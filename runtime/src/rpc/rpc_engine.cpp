@@ -325,8 +325,10 @@ void RpcEngine::finish_replies(std::vector<RemoteEvent>& replies) {
                                    true);
   }
   bool offer = false;
+  auto& settled_here = replies_settled_here();
   for (auto& d : done) {
     if (d.settled) {
+      ++settled_here;
       offer = offer || d.state->impl().would_run.load(std::memory_order_relaxed);
       d.state->impl().wake(std::move(d.callbacks));  // after the whole batch is settled
     }

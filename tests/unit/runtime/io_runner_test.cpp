@@ -234,3 +234,70 @@ TEST_CASE("io runner: want() brings the io thread back at once when no thread ru
   boost::asio::post(rig.io, [&ran] { ran.set_value(std::this_thread::get_id()); });
   CHECK(ran.get_future().get() == rig.thread.get_id());
 }
+
+namespace {
+/// A connection whose write was put off: records the thread that wrote it, and whether the
+/// handler `before` had run by then.
+struct PutOff final : ditask::detail::HeldWrite {
+  PutOff() = default;
+  PutOff(const PutOff&) = delete;
+  PutOff& operator=(const PutOff&) = delete;
+  virtual ~PutOff() = default;
+  std::atomic<bool> written{false};
+  std::thread::id on;
+  const std::atomic<bool>* before = nullptr;
+  bool before_ran = false;
+  void write_held() noexcept override {
+    on = std::this_thread::get_id();
+    before_ran = before != nullptr && before->load();
+    written = true;
+  }
+};
+
+/// Makes this thread the waiter the io context was let go to (it ran it for its answer).
+void become_waiter(Rig& rig) {
+  let_go(rig);
+  Answer mine;
+  mine.post(rig, false);
+  REQUIRE(mine.wait(rig));
+  REQUIRE(mine.ran_on == std::this_thread::get_id());
+}
+}  // namespace
+
+TEST_CASE(
+    "io runner: a waiter's deferred write goes out from it when it next takes the io context, "
+    "before any handler",
+    "[io_runner]") {
+  Rig rig(kForever);
+  CHECK_FALSE(rig.runner.defers_here());  // a thread that never ran it
+  become_waiter(rig);
+  REQUIRE(rig.runner.defers_here());
+  auto link = std::make_shared<PutOff>();
+  Answer next;
+  link->before = &next.done;
+  REQUIRE(rig.runner.defer_write(link));
+  next.post(rig, false);
+  REQUIRE(next.wait(rig));
+  CHECK(link->written.load());
+  CHECK(link->on == std::this_thread::get_id());
+  CHECK_FALSE(link->before_ran);
+}
+
+TEST_CASE("io runner: the io thread writes the deferred writes when it takes the io context back",
+          "[io_runner]") {
+  Rig rig(kForever);
+  become_waiter(rig);
+  auto link = std::make_shared<PutOff>();
+  REQUIRE(rig.runner.defer_write(link));
+  rig.runner.want();  // as when a call that is not quick begins (or the idle period passed)
+  std::promise<std::thread::id> ran;  // runs once the io thread runs the io context again
+  boost::asio::post(rig.io, [&ran] { ran.set_value(std::this_thread::get_id()); });
+  CHECK(ran.get_future().get() == rig.thread.get_id());
+  CHECK(link->written.load());
+  CHECK(link->on == rig.thread.get_id());
+}
+
+TEST_CASE("io runner: no write is deferred while a thread runs the io context", "[io_runner]") {
+  Rig rig(kForever);  // the io thread runs it
+  CHECK_FALSE(rig.runner.defer_write(std::make_shared<PutOff>()));
+}
