@@ -25,20 +25,16 @@ void Link::schedule_write_locked(std::unique_lock<std::mutex>& lock) {
   }
   // A caller between two of its waits: its sends go out in one inline write when a thread next
   // takes the io context (its own next wait, or the io thread's), not through a posted handler.
+  // (The runner's lock is taken under the link's: the runner never takes a link's under its own.)
   if (runner_ != nullptr && runner_->defers_here()) {
     if (deferred_) {
       return;  // already waiting for that write
     }
-    deferred_ = true;
-    lock.unlock();
     if (runner_->defer_write(shared_from_this())) {
+      deferred_ = true;  // cleared by write_held(), which takes this lock first
       return;
     }
-    lock.lock();  // a thread runs the io context now: posted as usual
-    deferred_ = false;
-    if (write_active_ || closed_) {
-      return;
-    }
+    // A thread runs the io context now: posted as usual.
   }
   write_active_ = true;
   lock.unlock();

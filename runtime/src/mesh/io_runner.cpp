@@ -52,7 +52,9 @@ void IoRunner::write_deferred(std::vector<std::shared_ptr<HeldWrite>>& writes) n
   writes.clear();
 }
 
-bool IoRunner::defers_here() const noexcept { return t_waiter_of == this; }
+bool IoRunner::defers_here() const noexcept {
+  return t_waiter_of == this && !io_.get_executor().running_in_this_thread();
+}
 
 bool IoRunner::defer_write(std::shared_ptr<HeldWrite> link) {
   std::lock_guard lock(mutex_);

@@ -64,7 +64,7 @@ class IoRunner {
   void want() noexcept;
   /// Whether a write asked for on this thread may wait for the thread that next runs the
   /// io_context instead of being posted to it (defer_write()): this thread is the waiter it was
-  /// let go to, and will wait again. No lock. Any thread.
+  /// let go to, will wait again, and does not run it now. No lock. Any thread.
   bool defers_here() const noexcept;
   /// Puts off `link`'s write until a thread takes the io_context (the waiter's next wait, or the
   /// io thread taking it back), which writes it inline first: no posted handler, so its run does
