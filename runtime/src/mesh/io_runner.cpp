@@ -26,33 +26,6 @@ bool IoRunner::run_one(std::chrono::steady_clock::duration slice) {
   return !io_.stopped();
 }
 
-bool IoRunner::poll_a_while(const std::function<bool()>& done, std::chrono::steady_clock::duration limit) {
-  using clock = std::chrono::steady_clock;
-  try {
-    if (io_.poll_one() != 0) {
-      return true;  // busy: no clock read
-    }
-    if (io_.stopped() || !spin_next_ || spin_.count() == 0) {
-      return false;
-    }
-    spins_.fetch_add(1, std::memory_order_relaxed);
-    const auto until = clock::now() + std::min<clock::duration>(spin_, limit);
-    do {
-      if (io_.poll_one() != 0) {
-        polled_.fetch_add(1, std::memory_order_relaxed);
-        return true;  // spin_next_ stays: this idle period was short too
-      }
-      if (done()) {
-        return true;  // completed by another thread (a timeout, a stop)
-      }
-    } while (!io_.stopped() && clock::now() < until);
-  } catch (const std::exception& e) {
-    on_error_(e);
-    return true;
-  }
-  return false;
-}
-
 bool IoRunner::let_go_locked() {
   runner_ = Runner::none;
   let_go_.store(true, std::memory_order_seq_cst);
@@ -156,22 +129,12 @@ void IoRunner::io_thread_loop() {
 
 void IoRunner::run_until(const std::function<bool()>& done,
                          std::chrono::steady_clock::time_point deadline) {
-  using clock = std::chrono::steady_clock;
   while (!done()) {
-    const auto now = clock::now();
-    if (now >= deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline ||
+        !run_one(std::min<std::chrono::steady_clock::duration>(deadline - now, kWaiterSlice))) {
       return;
     }
-    // A waiter has nothing else to do: after a short idle period it polls before it sleeps.
-    if (poll_a_while(done, deadline - now)) {
-      continue;
-    }
-    const auto idle_since = clock::now();
-    if (idle_since >= deadline || io_.stopped() ||
-        !run_one(std::min<clock::duration>(deadline - idle_since, kWaiterSlice))) {
-      return;
-    }
-    spin_next_ = clock::now() - idle_since <= spin_;
   }
 }
 

@@ -26,10 +26,7 @@ namespace ditask::detail::mesh {
 /// hand-over between threads. Whoever lets go wakes the waiters sleeping meanwhile (one of them
 /// takes over). The io thread takes the io_context back at once when another thread posts work
 /// (posted()), and otherwise once a whole idle period passed with no waiter's run begun or ended:
-/// what arrives while the caller does other work waits at most about two periods. A waiter that
-/// runs it polls for a while (kSpin) before it sleeps when its answers have been coming close
-/// together: a caller in a busy exchange then pays no sleep and wake-up per batch of answers.
-/// The io thread never polls: it hands events to other threads of its process, which need the cores.
+/// what arrives while the caller does other work waits at most about two periods.
 /// Thread: io_thread_loop() on the io thread; the rest from any thread.
 class IoRunner {
  public:
@@ -37,14 +34,9 @@ class IoRunner {
   static constexpr std::chrono::microseconds kIdle{250};
 
   /// `on_error`: a handler's exception (logged; the io_context keeps running). `idle`: as kIdle.
-  /// How long a waiter running the io_context polls before it sleeps, after an idle period
-  /// that was at most this long (a busy exchange: its next message usually comes within it).
-  static constexpr std::chrono::microseconds kSpin{200};
-  /// `on_error`: a handler's exception (logged; the io_context keeps running). `idle`: as kIdle.
-  /// `spin`: as kSpin (0: never poll before sleeping).
   IoRunner(boost::asio::io_context& io, std::function<void(const std::exception&)> on_error,
-           std::chrono::microseconds idle = kIdle, std::chrono::microseconds spin = kSpin)
-      : io_(io), on_error_(std::move(on_error)), idle_(idle), spin_(spin) {}
+           std::chrono::microseconds idle = kIdle)
+      : io_(io), on_error_(std::move(on_error)), idle_(idle) {}
 
   /// The io thread's body: runs the io_context until it is stopped.
   void io_thread_loop();
@@ -81,18 +73,11 @@ class IoRunner {
   bool defer_write(std::shared_ptr<HeldWrite> link);
   /// Waiters sleeping now (while another thread runs the io_context). For tests.
   std::size_t sleeping() const;
-  /// Idle periods in which a waiter began to poll (kSpin), and handlers it found so. For tests.
-  std::uint64_t spins() const noexcept { return spins_.load(std::memory_order_relaxed); }
-  std::uint64_t polled() const noexcept { return polled_.load(std::memory_order_relaxed); }
 
  private:
   enum class Runner : std::uint8_t { none, io, waiter };
   // Runs one handler (or waits up to `slice` for one when it is set); false once stopped.
   bool run_one(std::chrono::steady_clock::duration slice);
-  // Runs one ready handler (true); when none is, and the last idle period was short
-  // (spin_next_), polls for up to spin_ (at most `limit`) until one ran or `done()`. False:
-  // none ran and it is not done.
-  bool poll_a_while(const std::function<bool()>& done, std::chrono::steady_clock::duration limit);
   // Runs until `done()`, `deadline` or a stop. Caller took the runner's role.
   void run_until(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline);
   // Lets the io_context go and wakes the sleeping waiters; true when the io thread should take it
@@ -107,12 +92,6 @@ class IoRunner {
   boost::asio::io_context& io_;
   const std::function<void(const std::exception&)> on_error_;
   const std::chrono::microseconds idle_;
-  const std::chrono::microseconds spin_;
-  // Whether a waiter's next idle period begins with polling: the last one was at most spin_
-  // long (the first one does). Read and written only by the waiter that runs the io_context (a
-  // new one takes the role under mutex_).
-  bool spin_next_ = true;
-  std::atomic<std::uint64_t> spins_{0}, polled_{0};
   mutable std::mutex mutex_;
   std::condition_variable changed_;  // the io thread waits on it while it does not run
   Runner runner_ = Runner::io;       // guarded by mutex_

@@ -22,9 +22,9 @@ namespace {
 
 /// One io_context with its io thread, as the mesh runs them.
 struct Rig {
-  explicit Rig(std::chrono::microseconds idle, std::chrono::microseconds spin = IoRunner::kSpin)
+  explicit Rig(std::chrono::microseconds idle)
       : runner(
-            io, [this](const std::exception&) { ++errors; }, idle, spin),
+            io, [this](const std::exception&) { ++errors; }, idle),
         thread([this] { runner.io_thread_loop(); }) {}
   ~Rig() { stop(); }
   void stop() {
@@ -300,55 +300,4 @@ TEST_CASE("io runner: the io thread writes the deferred writes when it takes the
 TEST_CASE("io runner: no write is deferred while a thread runs the io context", "[io_runner]") {
   Rig rig(kForever);  // the io thread runs it
   CHECK_FALSE(rig.runner.defer_write(std::make_shared<PutOff>()));
-}
-
-TEST_CASE("io runner: an idle waiter polls for its answer before it sleeps, and runs it on its thread",
-          "[io_runner]") {
-  Rig rig(kForever, std::chrono::hours(1));  // a poll that only the answer ends
-  let_go(rig);
-  Answer a;
-  std::thread poster([&] {
-    while (rig.runner.spins() == 0) {  // the waiter polls now: the answer comes during its poll
-      std::this_thread::yield();
-    }
-    boost::asio::post(rig.io, [&a] {
-      a.ran_on = std::this_thread::get_id();
-      a.done.store(true, std::memory_order_release);
-    });
-  });
-  REQUIRE(a.wait(rig));
-  poster.join();
-  CHECK(a.ran_on == std::this_thread::get_id());
-  CHECK(rig.runner.spins() == 1);
-  CHECK(rig.runner.polled() == 1);
-}
-
-TEST_CASE("io runner: a polling waiter whose answer another thread completes stops polling",
-          "[io_runner]") {
-  Rig rig(kForever, std::chrono::hours(1));
-  let_go(rig);
-  Answer a;
-  std::thread completer([&] {
-    while (rig.runner.spins() == 0) {
-      std::this_thread::yield();
-    }
-    a.done.store(true, std::memory_order_release);  // not through the io context: a timeout, a stop
-    a.word.wake_all();
-  });
-  REQUIRE(a.wait(rig));  // within the hour's poll
-  completer.join();
-  CHECK(rig.runner.polled() == 0);
-}
-
-TEST_CASE("io runner: with no spin a waiter never polls", "[io_runner]") {
-  Rig rig(kForever, std::chrono::microseconds(0));
-  let_go(rig);
-  for (int i = 0; i < 20; ++i) {
-    Answer a;
-    std::thread poster([&] { a.post(rig, false); });
-    REQUIRE(a.wait(rig));
-    poster.join();
-  }
-  CHECK(rig.runner.spins() == 0);
-  CHECK(rig.runner.polled() == 0);
 }
