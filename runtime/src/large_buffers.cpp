@@ -58,7 +58,7 @@ LargeBufferPool& pool() {
 
 }  // namespace
 
-void recycle_large_buffer(std::vector<std::uint8_t>&& buffer) noexcept { pool().give(std::move(buffer)); }
+void keep_large_buffer(std::vector<std::uint8_t>&& buffer) noexcept { pool().give(std::move(buffer)); }
 
 std::vector<std::uint8_t> reuse_large_buffer(std::size_t at_least) {
   return pool().take(std::max(at_least, kLargeBufferFrom));

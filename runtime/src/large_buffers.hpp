@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace ditask::detail {
@@ -20,7 +21,14 @@ inline constexpr std::size_t kLargeBufferBytesKept = std::size_t{32} << 20;
 /// fills warm memory instead of fresh pages: each fresh page costs a fault and a zeroing, and
 /// glibc returns the freed top of its heap to the system once a burst of them is freed.
 /// Thread: any.
-void recycle_large_buffer(std::vector<std::uint8_t>&& buffer) noexcept;
+void keep_large_buffer(std::vector<std::uint8_t>&& buffer) noexcept;
+/// keep_large_buffer() for a buffer at least kLargeBufferFrom large; a smaller one is left to its
+/// owner's destructor. Inline: it runs for every event's payload, nearly all of them small.
+inline void recycle_large_buffer(std::vector<std::uint8_t>&& buffer) noexcept {
+  if (buffer.capacity() >= kLargeBufferFrom) {
+    keep_large_buffer(std::move(buffer));
+  }
+}
 
 /// The most recently kept buffer whose capacity is at least `at_least` (and at least
 /// kLargeBufferFrom), its old bytes and size as they were; an empty vector when none fits.

@@ -14,6 +14,7 @@
 #include "ditask/event_meta.hpp"
 #include "ditask/export.hpp"
 #include "ditask/detail/packed_args.hpp"
+#include "large_buffers.hpp"
 
 namespace ditask::detail {
 
@@ -93,7 +94,7 @@ struct PackedPayload {
   PackedPayload& operator=(const PackedPayload&) = default;
   PackedPayload& operator=(PackedPayload&&) noexcept = default;
   /// Keeps a large `bytes` buffer for the next large payload read (large_buffers.hpp).
-  ~PackedPayload();
+  ~PackedPayload() { recycle_large_buffer(std::move(bytes)); }
 
   std::vector<std::uint8_t> bytes;  ///< the payload, unless `shared` holds it
   /// A small payload in a buffer shared with the other small events of one read (no allocation

@@ -154,7 +154,5 @@ std::optional<PackedPayload> locate_event_args(std::span<const std::uint8_t> pay
 }  // namespace ditask::detail::codec
 
 namespace ditask::detail {
-PackedPayload::~PackedPayload() { recycle_large_buffer(std::move(bytes)); }
-
 EventArgs PackedPayload::unpack() const { return codec::decode_event_args(data()); }
 }  // namespace ditask::detail

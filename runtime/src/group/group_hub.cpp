@@ -60,8 +60,6 @@ bool same_formation(const std::map<std::int64_t, std::int64_t>& attempts, View v
   return true;
 }
 
-std::string members_text(const std::vector<std::int64_t>& members) { return "[" + node_list_text(members) + "]"; }
-
 }  // namespace
 
 std::string group_key(const std::string& group, const std::vector<std::int64_t>& attempts) {
@@ -201,8 +199,8 @@ nlohmann::json GroupHub::arrive(const std::string& group, std::uint64_t round_no
     Disagreement& d = disagree_locked(
         numbered,
         failure("mismatch", -1,
-                "node " + std::to_string(from) + " sees the members " + members_text(arrival.members) +
-                    ", another member " + members_text(other.state.members())),
+                "node " + std::to_string(from) + " sees the members " + bracketed_node_list_text(arrival.members) +
+                    ", another member " + bracketed_node_list_text(other.state.members())),
         arrival.members, arrival.attempts);
     note_view(d.members, d.attempts, view);
     fail_numbered_locked(numbered, d);

@@ -14,23 +14,27 @@ std::string node_list_text(const std::vector<std::int64_t>& nodes) {
   return out;
 }
 
-namespace {
-std::string list_text(const std::vector<std::int64_t>& nodes) { return "[" + node_list_text(nodes) + "]"; }
-}  // namespace
+std::string bracketed_node_list_text(const std::vector<std::int64_t>& nodes) {
+  // Appended, not `"[" + text`: GCC 12 warns falsely (-Wrestrict) on a literal + a temporary string.
+  std::string text = "[";
+  text += node_list_text(nodes);
+  text += "]";
+  return text;
+}
 
 GroupRound::GroupRound(const GroupArrival& first)
     : kind_(first.kind), members_(first.members), root_(first.root), op_(first.op) {}
 
 std::optional<std::string> GroupRound::add(std::int64_t node, GroupArrival arrival) {
   if (std::find(members_.begin(), members_.end(), node) == members_.end()) {
-    return "node " + std::to_string(node) + " is not among the members " + list_text(members_);
+    return "node " + std::to_string(node) + " is not among the members " + bracketed_node_list_text(members_);
   }
   if (values_.count(node) != 0) {
     return "node " + std::to_string(node) + " arrived twice in one round";
   }
   if (arrival.members != members_) {
-    return "node " + std::to_string(node) + " sees the members " + list_text(arrival.members) + ", another member " +
-           list_text(members_);
+    return "node " + std::to_string(node) + " sees the members " + bracketed_node_list_text(arrival.members) +
+           ", another member " + bracketed_node_list_text(members_);
   }
   if (arrival.kind != kind_) {
     return "node " + std::to_string(node) + " called " + arrival.kind + " where another member called " + kind_;

@@ -17,6 +17,8 @@ namespace ditask::detail {
 
 /// "3, 5, 8": node ids for messages.
 std::string node_list_text(const std::vector<std::int64_t>& nodes);
+/// "[3, 5, 8]": the same in brackets.
+std::string bracketed_node_list_text(const std::vector<std::int64_t>& nodes);
 
 /// What a member brings to a round.
 struct GroupArrival {

@@ -55,13 +55,14 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     link->done(frame.seq, bytes, false);
     return;
   }
-  RemoteEvent e;
+  RemoteEvent& e = batch_.emplace_back();  // built in place: a read's events are moved once, to their sink
   try {
     e.packed = codec::locate_event_args(frame.body());
     if (!e.packed) {
       e.args = codec::decode_event_args(frame.body());
     }
   } catch (const std::exception& ex) {
+    batch_.pop_back();  // before the close, which may hand the batch over
     DITASK_LOG(error, "mesh") << "closing connection with " << link->peer() << ": event '"
                               << frame.topic.substr(settings_.topic_prefix.size()) << "': " << ex.what();
     link->close_here("a malformed event");
@@ -89,7 +90,6 @@ void Mesh::on_event(const std::shared_ptr<Link>& link, Frame&& frame) {
     e.meta = relayed_sender(frame.sender);
     e.relayed = true;
   }
-  batch_.push_back(std::move(e));
 }
 
 bool Mesh::relay_to_one(const std::shared_ptr<Link>& from, Frame& frame) {

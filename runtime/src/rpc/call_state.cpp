@@ -101,10 +101,16 @@ void CallState::rethrow_if_failed() const {
   }
 }
 
-PackedArgs CallState::result_view() const { return impl_->reply ? rpc_wire::args_after(*impl_->reply, 2) : PackedArgs{}; }
+PackedArgs CallState::result_view() const {
+  return impl_->reply && impl_->reply->packed ? impl_->reply->result : PackedArgs{};
+}
 
 EventArgs CallState::result_args() const {
-  return impl_->reply ? rpc_wire::json_args_after(*impl_->reply, 2) : EventArgs{};
+  if (!impl_->reply) {
+    return EventArgs{};
+  }
+  const auto& r = *impl_->reply;
+  return rpc_wire::drop_first_args(r.args ? *r.args : r.packed->unpack(), 2);  // after id and status
 }
 
 const std::shared_ptr<void>& CallState::local_value() const noexcept { return impl_->local; }
@@ -166,19 +172,12 @@ void CallState::Impl::run(std::vector<std::function<void()>> list, bool posted) 
   }
 }
 
-void CallState::Impl::complete_reply(RemoteEvent&& e) {
-  std::vector<std::function<void()>> list;
-  if (settle(std::move(e), list)) {
-    wake(std::move(list));
-  }
-}
-
-bool CallState::Impl::settle(RemoteEvent&& e, std::vector<std::function<void()>>& to_run) {
+bool CallState::Impl::settle(RemoteEvent&& e, const PackedArgs& result, std::vector<std::function<void()>>& to_run) {
   std::lock_guard lock(mutex);
   if (done) {
     return false;
   }
-  reply = std::move(e);
+  reply.emplace(Reply{std::move(e.packed), std::move(e.args), result});  // the bytes move, not their address
   to_run = finish_locked();
   return true;
 }

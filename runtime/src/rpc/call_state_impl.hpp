@@ -45,20 +45,27 @@ struct __attribute__((visibility("hidden"))) CallState::Impl {
   };
   std::optional<RpcErrorParts> rpc_error;
   std::exception_ptr error;
-  std::optional<RemoteEvent> reply;                    // set before done: a remote result
+  // A remote result, as its event came (its bytes, or JSON for a reply that came so), and where
+  // the result lies in the bytes (read with the reply's header): not the whole event, whose
+  // receipt and sender a result does not need.
+  struct Reply {
+    std::optional<PackedPayload> packed;
+    std::optional<EventArgs> args;
+    PackedArgs result;  // packed: the positional values after the reply's header
+  };
+  std::optional<Reply> reply;                          // set before done: a remote result
   std::shared_ptr<void> local;                         // set before done: a local result
   std::vector<std::function<void()>> callbacks;        // guarded by mutex
   std::weak_ptr<RpcEngine> engine;                     // runs callbacks off the io thread; fixed before sending
   std::int64_t node = -1;                              // fixed before the call is sent
   std::string function;                                // fixed before the call is sent
 
-  /// Completes with a remote reply (status 0) and posts the callbacks. Thread: any (the io thread).
-  void complete_reply(RemoteEvent&& e);
-  /// complete_reply() in two steps, so that a batch of replies is settled before any waiter is
-  /// woken (a woken caller then finds the later ones done instead of sleeping on each): settle()
-  /// stores the reply and returns false if it had completed already; wake() wakes the waiters
-  /// and posts the callbacks `settle` returned.
-  bool settle(RemoteEvent&& e, std::vector<std::function<void()>>& to_run);
+  /// Completes with a remote reply (status 0) in two steps, so that a batch of replies is settled
+  /// before any waiter is woken (a woken caller then finds the later ones done instead of sleeping
+  /// on each): settle() stores the reply (`result`: its values after the header) and returns false
+  /// if it had completed already; wake() wakes the waiters and posts the callbacks `settle`
+  /// returned. Thread: any (the io thread).
+  bool settle(RemoteEvent&& e, const PackedArgs& result, std::vector<std::function<void()>>& to_run);
   void wake(std::vector<std::function<void()>> to_run) { run(std::move(to_run), true); }
   /// Completes with an error; callbacks are posted when `posted`, else run here. False when it
   /// had completed already (the error is dropped).

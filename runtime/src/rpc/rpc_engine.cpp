@@ -6,6 +6,8 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
+
 #include <boost/container/small_vector.hpp>
 
 #include "../codec/envelope.hpp"
@@ -166,20 +168,16 @@ OutgoingCall RpcEngine::begin(const Callee& to, std::string_view display) {
   if (trace::on()) {  // --trace: the call in flight (async, calls overlap) and the arrow to its callee
     trace::record_call_start(impl.function, trace::call_id(self_.node, call.id), node);
   }
-  Pending& p = pending_[call.id];
-  p.state = call.state;
-  p.node = node;
-  p.deadline = timeout == std::chrono::milliseconds::max()
-                   ? std::chrono::steady_clock::time_point::max()
-                   : std::chrono::steady_clock::now() + timeout;
+  const auto deadline = timeout == std::chrono::milliseconds::max() ? std::chrono::steady_clock::time_point::max()
+                                                                     : std::chrono::steady_clock::now() + timeout;
+  pending_.add(call.id, PendingCalls::Call{call.state, node, deadline});
   // The service thread is woken only when it would sleep past this deadline (not for every call:
   // a deadline later than its alarm is seen when the alarm rings).
-  const bool earliest = p.deadline < service_alarm_;
+  const bool earliest = deadline < service_alarm_;
   if (earliest) {
-    service_alarm_ = p.deadline;
+    service_alarm_ = deadline;
   }
-  p.timer = timers_.emplace(p.deadline, call.id);
-  if (p.deadline != std::chrono::steady_clock::time_point::max()) {
+  if (deadline != std::chrono::steady_clock::time_point::max()) {
     start_service_locked();  // a fresh thread reads the timers first: no wake-up needed
   }
   lock.unlock();
@@ -239,13 +237,10 @@ void RpcEngine::abort(const OutgoingCall& call, std::exception_ptr error) noexce
 }
 
 std::shared_ptr<CallState> RpcEngine::finish_locked(std::uint64_t id) {
-  auto it = pending_.find(id);
-  if (it == pending_.end()) {
+  auto state = pending_.remove(id);
+  if (!state) {
     return nullptr;
   }
-  auto state = std::move(it->second.state);
-  timers_.erase(it->second.timer);
-  pending_.erase(it);
   if (trace::on()) {
     trace::record(trace::Phase::async_end, trace::Category::rpc, std::string_view(state->function()),
                   trace::call_id(self_.node, id), state->node());
@@ -270,12 +265,11 @@ void RpcEngine::fail_call(std::uint64_t id, RpcError::Kind kind, const std::stri
 }
 
 void RpcEngine::on_reply(RemoteEvent&& e) {
-  std::vector<RemoteEvent> one;
-  one.push_back(std::move(e));
+  std::vector<RemoteEvent*> one{&e};
   finish_replies(one);
 }
 
-void RpcEngine::finish_replies(std::vector<RemoteEvent>& replies) {
+void RpcEngine::finish_replies(std::vector<RemoteEvent*>& replies) {
   struct Done {
     RemoteEvent* event;
     rpc_wire::ReplyHeader header;
@@ -286,15 +280,15 @@ void RpcEngine::finish_replies(std::vector<RemoteEvent>& replies) {
   boost::container::small_vector<Done, 32> done;
   {
     ReceiptRun told;  // a batch's replies are acknowledged in runs
-    for (auto& e : replies) {
-      told.add(e.receipt, e.seq, e.bytes, true);
-      e.receipt.reset();
+    for (RemoteEvent* e : replies) {
+      told.add(e->receipt, e->seq, e->bytes, true);
+      e->receipt.reset();
     }
   }
-  for (auto& e : replies) {
-    Done d{&e, {}, nullptr, false, {}};
-    if (!rpc_wire::read_reply_header(e, d.header)) {
-      DITASK_LOG(warn, "rpc") << "ignoring a malformed reply from node " << (e.meta ? e.meta->sender : -1);
+  for (RemoteEvent* e : replies) {
+    Done d{e, {}, nullptr, false, {}};
+    if (!rpc_wire::read_reply_header(*e, d.header)) {
+      DITASK_LOG(warn, "rpc") << "ignoring a malformed reply from node " << (e->meta ? e->meta->sender : -1);
       continue;
     }
     done.push_back(std::move(d));
@@ -312,7 +306,7 @@ void RpcEngine::finish_replies(std::vector<RemoteEvent>& replies) {
     }
     if (d.header.status == 0) {
       ++answered_;
-      d.settled = d.state->impl().settle(std::move(*d.event), d.callbacks);
+      d.settled = d.state->impl().settle(std::move(*d.event), d.header.rest, d.callbacks);
       continue;
     }
     ++failed_;
@@ -342,21 +336,25 @@ void RpcEngine::finish_replies(std::vector<RemoteEvent>& replies) {
 // ---- io thread ----
 
 void RpcEngine::take(std::vector<RemoteEvent>& events) {
+  // Replies and calls are handled where they lie (taken_* point at them: each is moved once, into
+  // what keeps it); the other events close up behind them, in their order.
   std::size_t kept = 0;
   for (std::size_t i = 0; i < events.size(); ++i) {
     RemoteEvent& e = events[i];
     // One length check per event: most are not remote calls.
     const bool rpc = rpc_wire::is_rpc_topic(e.event);
     if (rpc && e.event == std::string_view(rpc_wire::kReply)) {
-      taken_replies_.push_back(std::move(e));
+      taken_replies_.push_back(&e);
       continue;
     }
     if (rpc && e.event == std::string_view(rpc_wire::kCall)) {
-      taken_calls_.push_back(std::move(e));
+      taken_calls_.push_back(&e);
       continue;
     }
-    if (e.notice || rpc) {
-      flush_taken();  // what came before it is handled before it (a leave after its replies)
+    if (e.notice || rpc || kept != i) {
+      // What came before it is handled before it (a leave after its replies), and before an
+      // event kept moves into the place of one taken.
+      flush_taken();
     }
     if (e.notice) {
       on_membership(e);
@@ -401,11 +399,11 @@ void RpcEngine::on_membership(const RemoteEvent& e) {
   {
     std::lock_guard lock(mutex_);
     left_[node] = reason;
-    for (const auto& [id, p] : pending_) {
-      if (p.node == node) {
+    pending_.for_each([&](std::uint64_t id, const PendingCalls::Call& call) {
+      if (call.node == node) {
         ids.push_back(id);
       }
-    }
+    });
   }
   for (auto id : ids) {
     fail_call(id, RpcError::Kind::node_left,
@@ -487,22 +485,27 @@ void RpcEngine::service_loop() {
       lock.lock();
       continue;
     }
-    const auto now = std::chrono::steady_clock::now();
-    if (!timers_.empty() && timers_.begin()->first <= now) {
-      const std::uint64_t id = timers_.begin()->second;
+    // One pass over the pending calls when the alarm rings (their deadlines are not kept in order).
+    std::vector<std::uint64_t> expired;
+    const auto next = pending_.expired(std::chrono::steady_clock::now(), expired);
+    if (!expired.empty()) {
+      std::sort(expired.begin(), expired.end());  // the oldest call first
       lock.unlock();
-      fail_call(id, RpcError::Kind::timeout, "no answer in time: the call was cancelled (a late answer is dropped)",
-                "raise the timeout with Callee(node).within(ms) or rpc().set_default_timeout(ms)");
+      for (const std::uint64_t id : expired) {
+        fail_call(id, RpcError::Kind::timeout,
+                  "no answer in time: the call was cancelled (a late answer is dropped)",
+                  "raise the timeout with Callee(node).within(ms) or rpc().set_default_timeout(ms)");
+      }
       lock.lock();
       continue;
     }
-    service_alarm_ = timers_.empty() ? std::chrono::steady_clock::time_point::max() : timers_.begin()->first;
+    service_alarm_ = next;
     if (service_alarm_ == std::chrono::steady_clock::time_point::max()) {
       service_wake_.wait(lock);
     } else {
       // A copy: wait_until reads it again after waking, when service_alarm_ may have moved.
-      const auto next = service_alarm_;
-      service_wake_.wait_until(lock, next);
+      const auto alarm = service_alarm_;
+      service_wake_.wait_until(lock, alarm);
     }
     service_alarm_ = std::chrono::steady_clock::time_point::min();  // awake: begin() need not wake it
   }
@@ -516,9 +519,7 @@ void RpcEngine::stop() noexcept {
       return;
     }
     stopping_ = true;  // no new call begins: the served calls below cannot wait on new ones
-    for (const auto& [id, p] : pending_) {
-      ids.push_back(id);
-    }
+    pending_.for_each([&](std::uint64_t id, const PendingCalls::Call&) { ids.push_back(id); });
   }
   service_wake_.notify_all();
   groups_.stop();  // collectives waiting on the serving threads end before those are joined

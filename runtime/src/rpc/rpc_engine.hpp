@@ -21,7 +21,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "../remote_event.hpp"
@@ -30,6 +29,7 @@
 #include "../group/group_hub.hpp"
 #include "executors.hpp"
 #include "object_table.hpp"
+#include "pending_calls.hpp"
 #include "rpc_registry.hpp"
 
 namespace ditask::detail {
@@ -95,12 +95,6 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   struct Served;
 
  private:
-  struct Pending {
-    std::shared_ptr<CallState> state;
-    std::int64_t node = 0;
-    std::chrono::steady_clock::time_point deadline;
-    std::multimap<std::chrono::steady_clock::time_point, std::uint64_t>::iterator timer;
-  };
   std::int64_t resolve(const Callee& to, std::string_view display) const;
   // Removes pending call `id` and returns its state (null when it already ended). Caller holds mutex_.
   std::shared_ptr<CallState> finish_locked(std::uint64_t id);
@@ -110,8 +104,8 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   // The io thread's batch: replies and calls of one read are handled together (one lock of the
   // pending table, one wake-up of a caller's queue); anything else in the batch flushes them first.
   void flush_taken();
-  void finish_replies(std::vector<RemoteEvent>& replies);
-  void queue_calls(std::vector<RemoteEvent>& calls);
+  void finish_replies(std::vector<RemoteEvent*>& replies);
+  void queue_calls(std::vector<RemoteEvent*>& calls);
   // Reads a call and finds what serves it; null (logged) when malformed.
   std::unique_ptr<Served> admit_call(RemoteEvent&& e);
   void on_ref(RemoteEvent&& e);
@@ -150,8 +144,7 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
 
   mutable std::mutex mutex_;
   std::condition_variable service_wake_;
-  std::unordered_map<std::uint64_t, Pending> pending_;                         // guarded by mutex_
-  std::multimap<std::chrono::steady_clock::time_point, std::uint64_t> timers_;  // guarded by mutex_
+  PendingCalls pending_;                        // guarded by mutex_
   std::map<std::int64_t, std::string> left_;    // guarded by mutex_: nodes gone, and why
   std::deque<std::function<void()>> service_;   // guarded by mutex_
   std::uint64_t next_id_ = 1;                   // guarded by mutex_
@@ -159,7 +152,7 @@ class RpcEngine : public std::enable_shared_from_this<RpcEngine> {
   std::chrono::steady_clock::time_point service_alarm_ = std::chrono::steady_clock::time_point::min();
   bool stopping_ = false;                       // guarded by mutex_
   std::thread service_thread_;
-  std::vector<RemoteEvent> taken_replies_, taken_calls_;  // the io thread's (take())
+  std::vector<RemoteEvent*> taken_replies_, taken_calls_;  // the io thread's (take()): into its events
 
   std::atomic<std::uint64_t> calls_{0}, answered_{0}, failed_{0}, timed_out_{0}, late_{0}, served_{0};
 };

@@ -72,12 +72,11 @@ std::unique_ptr<RpcEngine::Served> RpcEngine::admit_call(RemoteEvent&& e) {
 }
 
 void RpcEngine::on_call(RemoteEvent&& e) {
-  std::vector<RemoteEvent> one;
-  one.push_back(std::move(e));
+  std::vector<RemoteEvent*> one{&e};
   queue_calls(one);
 }
 
-void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
+void RpcEngine::queue_calls(std::vector<RemoteEvent*>& calls) {
   // A job owns its call through a plain pointer (two pointers: the job needs no allocation of
   // its own); serve_and_delete() deletes it, and a refused batch is deleted here.
   std::vector<KeyedQueues::Job> jobs;
@@ -98,13 +97,13 @@ void RpcEngine::queue_calls(std::vector<RemoteEvent>& calls) {
   };
   {
     ReceiptRun told;  // acknowledged on arrival (in runs): a queue of calls never stalls the link
-    for (auto& e : calls) {
-      told.add(e.receipt, e.seq, e.bytes, true);
-      e.receipt.reset();
+    for (RemoteEvent* e : calls) {
+      told.add(e->receipt, e->seq, e->bytes, true);
+      e->receipt.reset();
     }
   }
-  for (auto& e : calls) {
-    auto owned = admit_call(std::move(e));
+  for (RemoteEvent* e : calls) {
+    auto owned = admit_call(std::move(*e));
     if (!owned) {
       continue;
     }
@@ -221,7 +220,7 @@ void RpcEngine::serve(Served& call, bool last) {
       restore_call_context(h.context, call.caller);  // current while the arguments convert and it runs
       bool done = false;
       if (call.event.packed && call.entry->handlers.packed) {
-        done = call.entry->handlers.packed(rpc_wire::args_after(call.event, rpc_wire::kCallHeaderValues), meta);
+        done = call.entry->handlers.packed(h.rest, meta);  // read with the header: the bytes stay in call.event
       }
       if (!done) {
         call.entry->handlers.raw(rpc_wire::json_args_after(call.event, rpc_wire::kCallHeaderValues), meta);

@@ -58,6 +58,13 @@ class HeaderReader {
     }
     return i_++ < view_.count && unpack_value(p_, view_.end, out);
   }
+  /// The positional values not read yet (count 0 for JSON).
+  PackedArgs rest() const noexcept {
+    if (json_ != nullptr) {
+      return PackedArgs{};
+    }
+    return PackedArgs{p_, view_.end, view_.count >= i_ ? view_.count - i_ : 0, view_.named_count};
+  }
 
  private:
   PackedArgs view_;
@@ -70,12 +77,20 @@ class HeaderReader {
 
 bool read_call_header(const RemoteEvent& e, CallHeader& out) {
   HeaderReader r(e);
-  return r.next(out.id) && r.next(out.function) && r.next(out.object) && r.next(out.context);
+  if (!(r.next(out.id) && r.next(out.function) && r.next(out.object) && r.next(out.context))) {
+    return false;
+  }
+  out.rest = r.rest();
+  return true;
 }
 
 bool read_reply_header(const RemoteEvent& e, ReplyHeader& out) {
   HeaderReader r(e);
-  return r.next(out.id) && r.next(out.status);
+  if (!(r.next(out.id) && r.next(out.status))) {
+    return false;
+  }
+  out.rest = r.rest();
+  return true;
 }
 
 PackedArgs args_after(const RemoteEvent& e, std::size_t skip) {
@@ -92,8 +107,9 @@ PackedArgs args_after(const RemoteEvent& e, std::size_t skip) {
   return view;
 }
 
-EventArgs json_args_after(const RemoteEvent& e, std::size_t skip) {
-  EventArgs args = e.unpacked();
+EventArgs json_args_after(const RemoteEvent& e, std::size_t skip) { return drop_first_args(e.unpacked(), skip); }
+
+EventArgs drop_first_args(EventArgs args, std::size_t skip) {
   auto& list = args.args;
   list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(std::min(skip, list.size())));
   return args;

@@ -44,6 +44,7 @@ struct CallHeader {
   std::string function;
   std::uint64_t object = 0;
   std::vector<std::uint8_t> context;  ///< a library's call context (CallContextHooks), often empty
+  PackedArgs rest;  ///< the positional values after the header (a packed event's; count 0 for JSON)
 };
 /// The header's values before a call's arguments.
 inline constexpr std::size_t kCallHeaderValues = 4;
@@ -51,6 +52,7 @@ inline constexpr std::size_t kCallHeaderValues = 4;
 struct ReplyHeader {
   std::uint64_t id = 0;
   std::uint64_t status = 0;
+  PackedArgs rest;  ///< the positional values after the header (a packed event's; count 0 for JSON)
 };
 
 /// Reads a call's (a reply's) header from the first positional values of `e`. False for a
@@ -61,6 +63,8 @@ bool read_reply_header(const RemoteEvent& e, ReplyHeader& out);
 PackedArgs args_after(const RemoteEvent& e, std::size_t skip);
 /// The same as JSON (named arguments kept).
 EventArgs json_args_after(const RemoteEvent& e, std::size_t skip);
+/// `args` without its first `skip` positional values (named arguments kept).
+EventArgs drop_first_args(EventArgs args, std::size_t skip);
 /// An event built from a payload this node packed itself (a call or reply to itself).
 /// Errors: ditask::Error for a malformed payload (never for one pack_event wrote).
 RemoteEvent local_event(std::string event, const std::vector<std::uint8_t>& payload,

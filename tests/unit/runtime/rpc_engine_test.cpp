@@ -66,3 +66,19 @@ TEST_CASE("rpc engine: an engine that never needed its service thread stops, and
   CHECK(call.state->done());  // refused at once: stopping
   CHECK_FALSE(engine->service_started());
 }
+
+TEST_CASE("rpc engine: a call with a shorter timeout, made after a longer one, times out first", "[rpc][unit]") {
+  auto transport = std::make_shared<SilentTransport>();
+  auto engine = started_engine(transport);
+  const std::vector<std::uint8_t> wire{0x90};
+  const auto slow = engine->begin(ditask::Callee(1).within(1h), "echo");
+  engine->send(slow, &wire, nullptr);
+  const auto quick = engine->begin(ditask::Callee(1).within(20ms), "echo");  // its deadline is the earlier
+  engine->send(quick, &wire, nullptr);
+  REQUIRE(quick.state->wait(std::chrono::milliseconds::max()));  // only its timeout ends it
+  CHECK(engine->stats().timed_out == 1);
+  CHECK_FALSE(slow.state->done());
+  engine->stop();  // fails the call still pending
+  CHECK(slow.state->done());
+  CHECK(engine->stats().timed_out == 1);
+}
