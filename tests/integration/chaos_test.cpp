@@ -146,8 +146,11 @@ void run_chaos(const std::string& transport) {
   for (int node = 1; node <= 3; ++node) {
     const auto n = static_cast<std::size_t>(node - 1);
     std::int64_t handled = 0, counted_by_receivers = 0, previous_last = -1;
+    std::string all_attempts;
     for (int a = 0; a <= attempt[node]; ++a) {
       const auto rec = read_record(dir.file("node" + std::to_string(node) + ".attempt" + std::to_string(a)));
+      all_attempts += " [" + std::to_string(a) + ": " + std::to_string(rec.first) + ".." + std::to_string(rec.last) +
+                      " h=" + std::to_string(rec.handled) + " lost=" + std::to_string(rec.lost) + "]";
       INFO("node " << node << " attempt " << a << ": first=" << rec.first << " last=" << rec.last << " handled="
                    << rec.handled << " inversions=" << rec.inversions << " lost=" << rec.lost << " end=" << rec.end);
       // In order and once within an incarnation; a later one only gets later events.
@@ -174,6 +177,7 @@ void run_chaos(const std::string& transport) {
     INFO("node " << node << ": sent=" << sent[n] << " handled=" << handled << " counted lost by the sender="
                  << left_lost[n] << " by the receivers=" << counted_by_receivers << " (logged " << logged << ")");
     counted_by_receivers = std::max(counted_by_receivers, logged);
+    INFO("attempts:" << all_attempts);
     CHECK(sent[n] - handled <= left_lost[n] + counted_by_receivers);
   }
 }
