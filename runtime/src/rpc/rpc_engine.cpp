@@ -422,7 +422,7 @@ void RpcEngine::on_ref(RemoteEvent&& e) {
   std::uint64_t object = 0;
   std::uint64_t token = 0;
   std::int64_t about = 0;
-  const PackedArgs view = rpc_wire::args_after(e, 0);
+  const PackedArgs view = e.packed ? e.packed->view() : PackedArgs{};
   const std::uint8_t* p = view.data;
   if (view.count != 4 || !unpack_value(p, view.end, op) || !unpack_value(p, view.end, object) ||
       !unpack_value(p, view.end, token) || !unpack_value(p, view.end, about)) {

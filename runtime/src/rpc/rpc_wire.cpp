@@ -93,20 +93,6 @@ bool read_reply_header(const RemoteEvent& e, ReplyHeader& out) {
   return true;
 }
 
-PackedArgs args_after(const RemoteEvent& e, std::size_t skip) {
-  if (!e.packed) {
-    return PackedArgs{};
-  }
-  PackedArgs view = e.packed->view();
-  Reader reader(view.data, view.end);
-  for (std::size_t i = 0; i < skip && i < view.count; ++i) {
-    reader.skip(codec::kMaxNesting);
-  }
-  view.data = reader.position();
-  view.count = view.count >= skip ? view.count - skip : 0;
-  return view;
-}
-
 EventArgs json_args_after(const RemoteEvent& e, std::size_t skip) { return drop_first_args(e.unpacked(), skip); }
 
 EventArgs drop_first_args(EventArgs args, std::size_t skip) {

@@ -59,9 +59,8 @@ struct ReplyHeader {
 /// payload that does not start so.
 bool read_call_header(const RemoteEvent& e, CallHeader& out);
 bool read_reply_header(const RemoteEvent& e, ReplyHeader& out);
-/// The positional arguments after the first `skip` (the fast path's view; count 0 for JSON).
-PackedArgs args_after(const RemoteEvent& e, std::size_t skip);
-/// The same as JSON (named arguments kept).
+/// The positional arguments after the first `skip`, as JSON (named arguments kept). The packed
+/// view of what follows a header is the header's `rest`.
 EventArgs json_args_after(const RemoteEvent& e, std::size_t skip);
 /// `args` without its first `skip` positional values (named arguments kept).
 EventArgs drop_first_args(EventArgs args, std::size_t skip);
